@@ -1,0 +1,74 @@
+# The book's commands; `make help` lists them.
+# PYTHON=python3 runs the test targets in an existing environment (e.g. a GPU machine with its own
+# torch, see ../shared/device/README.md) instead of the project's .venv.
+PYTHON ?= .venv/bin/python
+VENV := .venv
+SANITIZE := tests/nbval_sanitize.cfg
+NBVAL := --nbval --nbval-sanitize-with $(SANITIZE) --nbval-cell-timeout 900
+CHAPTERS := $(wildcard chapters/*.md)
+NOTEBOOKS := $(CHAPTERS:chapters/%.md=notebooks/%.ipynb)
+# Notebooks import the helper package from the checkout whichever Python runs them.
+export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
+
+ifeq ($(PYTHON),.venv/bin/python)
+READY := $(VENV)/.installed
+else
+READY := kernels
+endif
+
+.PHONY: help install kernels lab test test-cuda notebooks check lint bench browser clean
+
+help:
+	@echo "make lab        open the book in JupyterLab (installs first if needed)"
+	@echo "make test       unit tests, make check, browser test, nbval --strict on the CPU kernel (what CI runs)"
+	@echo "make test-cuda  nbval strict on the CUDA kernel (needs a GPU)"
+	@echo "make notebooks  regenerate notebooks/ from chapters/ and execute them on the CPU kernel"
+	@echo "make check      fail when a chapter and its notebook differ"
+	@echo "make lint       ruff over the package, tests, benchmarks and notebooks"
+	@echo "make bench      the book's performance figures, as ratios measured in one run"
+	@echo "make clean      remove caches and the .venv"
+
+install: $(READY)
+
+# One stamp for the whole environment: redone only when a requirements file or the package changes.
+$(VENV)/.installed: requirements.txt requirements-nodeps.txt pyproject.toml
+	test -x $(VENV)/bin/python || python3 -m venv $(VENV)
+	$(VENV)/bin/python -m pip install -q --disable-pip-version-check -r requirements.txt
+	$(VENV)/bin/python -m pip install -q --disable-pip-version-check --no-deps -r requirements-nodeps.txt
+	$(VENV)/bin/python -m pip install -q --disable-pip-version-check --no-deps -e .
+	$(MAKE) --no-print-directory kernels PYTHON=$(VENV)/bin/python
+	touch $@
+
+# Two kernelspecs that differ only in BOOK_DEVICE, which attnbook.pick_device() reads.
+kernels:
+	$(PYTHON) -m ipykernel install --sys-prefix --name book-cpu --display-name "Python (book, CPU)" --env BOOK_DEVICE cpu >/dev/null
+	$(PYTHON) -m ipykernel install --sys-prefix --name book-cuda --display-name "Python (book, CUDA)" --env BOOK_DEVICE cuda >/dev/null
+
+lab: $(READY)
+	$(PYTHON) -m jupyterlab --ServerApp.root_dir=notebooks
+
+test: $(READY)
+	$(PYTHON) -m pytest tests notebooks $(NBVAL) --nbval-kernel-name book-cpu
+
+test-cuda: $(READY)
+	@$(PYTHON) -c "import sys, torch; torch.cuda.is_available() or sys.exit('make test-cuda: torch sees no GPU here (torch.cuda.is_available() is False); run it on a machine with a CUDA GPU.')"
+	$(PYTHON) -m pytest notebooks $(NBVAL) --nbval-kernel-name book-cuda
+
+notebooks: $(NOTEBOOKS)
+
+# jupytext writes the notebook from its chapter and executes it on the kernel named in the chapter (book-cpu).
+notebooks/%.ipynb: chapters/%.md attnbook/*.py | $(READY)
+	$(PYTHON) -m jupytext --to ipynb --execute -o $@ $<
+
+check: $(READY)
+	$(PYTHON) -m pytest tests/test_sync.py -q
+
+lint: $(READY)
+	$(PYTHON) -m ruff check attnbook tests bench notebooks
+
+bench: $(READY)
+	$(PYTHON) bench/run.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache build test-artifacts *.egg-info
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

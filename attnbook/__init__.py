@@ -1,0 +1,26 @@
+"""Small helpers the book's notebooks share: device choice, figures, live widgets, timing.
+
+The teaching code lives in the notebook cells; this package only holds the plumbing.
+"""
+import logging
+
+# A CUDA build of torch on a machine without a GPU logs "No CUDA runtime is found" when d2l imports
+# torch.utils.cpp_extension; that line would make the CPU kernel's outputs differ from the CUDA one's.
+logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)
+
+from attnbook.device import pick_device  # noqa: E402
+from attnbook.figures import png_bytes, use_png_figures  # noqa: E402
+from attnbook.timing import median_ms, report  # noqa: E402
+from attnbook.widgets import LiveFigure  # noqa: E402
+
+__all__ = ["LiveFigure", "median_ms", "pick_device", "png_bytes", "report", "setup", "use_png_figures"]
+
+
+def setup():
+    """One call at the top of every notebook: reproducible PNG figures, a fixed seed, the device."""
+    import torch
+
+    use_png_figures()
+    torch.manual_seed(0)
+    torch.set_printoptions(precision=4, sci_mode=False)
+    return pick_device()

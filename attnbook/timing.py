@@ -1,0 +1,15 @@
+"""Timing with torch.utils.benchmark: warm-up, CUDA synchronisation and medians done for us."""
+import torch.utils.benchmark as benchmark
+
+
+def median_ms(fn, *args, min_run_time=0.2, **kwargs):
+    """Median wall time of fn(*args, **kwargs) in milliseconds."""
+    timer = benchmark.Timer(stmt="fn(*args, **kwargs)", globals={"fn": fn, "args": args, "kwargs": kwargs})
+    return timer.blocked_autorange(min_run_time=min_run_time).median * 1e3
+
+
+def report(name, ratio, target=None, detail=""):
+    """Print one measurement in the form `make bench` collects: 'measured: NAME = RATIO ...'."""
+    verdict = "" if target is None else f" (target ≤ {target}: {'met' if ratio <= target else 'NOT met'})"
+    extra = f"; {detail}" if detail else ""
+    print(f"measured: {name} = {ratio:.3g}{verdict}{extra}")

@@ -1,0 +1,70 @@
+"""`make bench`: the book's performance figures, each a ratio measured in one run, with the device.
+
+It executes every notebook (nbclient) and the d2l reference notebook on the same kernel, times
+them, and collects the `measured: ...` lines that the notebooks' timing cells print
+(attnbook.report). Sections not written yet are reported as missing.
+"""
+import argparse
+import pathlib
+import platform
+import re
+import time
+
+import jupytext
+import nbformat
+import torch
+from nbclient import NotebookClient
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+SECTIONS = ["1-self-attention", "2-cnn-rnn-self-attention", "3-positional-encoding",
+            "4-relative-positional-encoding"]
+MEASURED = re.compile(r"^measured: (?P<name>.+?) = (?P<value>[0-9.eE+-]+)(?P<rest>.*)$")
+
+
+def execute(notebook, kernel):
+    """Run a notebook top to bottom; return (seconds, executed notebook)."""
+    client = NotebookClient(notebook, kernel_name=kernel, timeout=1800,
+                            resources={"metadata": {"path": str(ROOT / "notebooks")}})
+    start = time.perf_counter()
+    client.execute()
+    return time.perf_counter() - start, notebook
+
+
+def measurements(notebook):
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            for line in output.get("text", "").splitlines():
+                if match := MEASURED.match(line):
+                    yield match["name"], float(match["value"]), match["rest"].strip(" ;")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kernel", default="book-cuda" if torch.cuda.is_available() else "book-cpu")
+    args = parser.parse_args()
+    device = torch.cuda.get_device_name() if args.kernel == "book-cuda" else platform.processor() or "CPU"
+    print(f"kernel {args.kernel} on {device}, torch {torch.__version__}\n")
+
+    rows, book_seconds = [], 0.0
+    for section in SECTIONS:
+        path = ROOT / "notebooks" / f"{section}.ipynb"
+        if not path.exists():
+            rows.append((f"{section}", "missing", "section not written yet"))
+            continue
+        seconds, notebook = execute(nbformat.read(path, as_version=4), args.kernel)
+        book_seconds += seconds
+        rows.append((f"{section}: execution time", f"{seconds:.1f} s", ""))
+        rows.extend((f"  {name}", f"{value:.3g}", rest) for name, value, rest in measurements(notebook))
+
+    reference_seconds, _ = execute(jupytext.read(ROOT / "bench" / "d2l_reference.md"), args.kernel)
+    ratio = book_seconds / reference_seconds
+    rows.append((f"whole book / d2l reference notebook ({book_seconds:.1f} s / {reference_seconds:.1f} s)",
+                 f"{ratio:.2f}", f"target ≤ 4: {'met' if ratio <= 4 else 'NOT met'}"))
+
+    width = max(len(name) for name, _, _ in rows)
+    for name, value, note in rows:
+        print(f"{name:<{width}}  {value:>8}  {note}")
+
+
+if __name__ == "__main__":
+    main()
