@@ -49,7 +49,8 @@ class LiveFigure:
     def render(self):
         """Draw the figure as PNG bytes, redrawing the static parts only when the frame changed."""
         fig, canvas = self.fig, self.canvas
-        frame = (tuple((ax.get_xlim(), ax.get_ylim()) for ax in fig.axes), tuple(fig.get_size_inches()))
+        frame = (tuple((ax.get_xlim(), ax.get_ylim(), tuple(ax.get_xticks()), tuple(ax.get_yticks()))
+                       for ax in fig.axes), tuple(fig.get_size_inches()))
         if frame != self._frame:
             canvas.draw()  # skips animated artists: this is the background
             self._background = canvas.copy_from_bbox(fig.bbox)
