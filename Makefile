@@ -10,6 +10,9 @@ NOTEBOOKS := $(CHAPTERS:chapters/%.md=notebooks/%.ipynb)
 # Notebooks import the helper package from the checkout whichever Python runs them.
 export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
 
+# Jupyter refuses to run as root without being told (containers, CI machines).
+LAB_ARGS ?= $(if $(filter 0,$(shell id -u)),--allow-root)
+
 ifeq ($(PYTHON),.venv/bin/python)
 READY := $(VENV)/.installed
 else
@@ -45,7 +48,7 @@ kernels:
 	$(PYTHON) -m ipykernel install --sys-prefix --name book-cuda --display-name "Python (book, CUDA)" --env BOOK_DEVICE cuda >/dev/null
 
 lab: $(READY)
-	$(PYTHON) -m jupyterlab --ServerApp.root_dir=notebooks
+	$(PYTHON) -m jupyterlab --ServerApp.root_dir=notebooks $(LAB_ARGS)
 
 test: $(READY)
 	$(PYTHON) -m pytest tests notebooks $(NBVAL) --nbval-kernel-name book-cpu
