@@ -10,10 +10,11 @@ logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)
 
 from attnbook.device import pick_device  # noqa: E402
 from attnbook.figures import png_bytes, use_png_figures  # noqa: E402
-from attnbook.timing import median_ms, report  # noqa: E402
+from attnbook.timing import mean_ms, median_ms, report  # noqa: E402
 from attnbook.widgets import LiveFigure  # noqa: E402
 
-__all__ = ["LiveFigure", "median_ms", "pick_device", "png_bytes", "report", "setup", "use_png_figures"]
+__all__ = ["LiveFigure", "mean_ms", "median_ms", "pick_device", "png_bytes", "report", "setup",
+           "use_png_figures"]
 
 
 def setup():

@@ -26,7 +26,8 @@ class LiveFigure:
         self.fig, self.draw, self.controls = fig, draw, controls
         self.canvas = FigureCanvasAgg(fig)
         self._frame, self._background, self.full_redraws = None, None, 0
-        self.image = widgets.Image(format="png")
+        # flex-start: shown at its own pixel size, not stretched to the output's width (blurry)
+        self.image = widgets.Image(format="png", layout=widgets.Layout(align_self="flex-start"))
         self.readout = widgets.HTML()
         for control in controls.values():
             control.observe(self.refresh, names="value")

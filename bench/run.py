@@ -2,7 +2,9 @@
 
 It executes every notebook (nbclient) and the d2l reference notebook on the same kernel, times
 them, and collects the `measured: ...` lines that the notebooks' timing cells print
-(attnbook.report). Sections not written yet are reported as missing.
+(attnbook.report). Benchmarks too slow for the notebooks live beside this file as
+`bench/<section>.py`: each runs in its section's kernel after the notebook (so it can use what the
+notebook defined), outside the notebook's timed run. Sections not written yet are reported as missing.
 """
 import argparse
 import pathlib
@@ -21,13 +23,23 @@ SECTIONS = ["1-self-attention", "2-cnn-rnn-self-attention", "3-positional-encodi
 MEASURED = re.compile(r"^measured: (?P<name>.+?) = (?P<value>[0-9.eE+-]+)(?P<rest>.*)$")
 
 
-def execute(notebook, kernel):
-    """Run a notebook top to bottom; return (seconds, executed notebook)."""
+def execute(notebook, kernel, extra=None):
+    """Run a notebook top to bottom, then the code `extra` in the same kernel.
+
+    Returns (seconds, notebook): the seconds cover starting the kernel and running the notebook,
+    not `extra`, whose cell is appended to the returned notebook.
+    """
     client = NotebookClient(notebook, kernel_name=kernel, timeout=1800,
                             resources={"metadata": {"path": str(ROOT / "notebooks")}})
     start = time.perf_counter()
-    client.execute()
-    return time.perf_counter() - start, notebook
+    with client.setup_kernel():
+        for index, cell in enumerate(notebook.cells):
+            client.execute_cell(cell, index)
+        seconds = time.perf_counter() - start
+        if extra:
+            notebook.cells.append(nbformat.v4.new_code_cell(extra))
+            client.execute_cell(notebook.cells[-1], len(notebook.cells) - 1)
+    return seconds, notebook
 
 
 def measurements(notebook):
@@ -51,7 +63,9 @@ def main():
         if not path.exists():
             rows.append((f"{section}", "missing", "section not written yet"))
             continue
-        seconds, notebook = execute(nbformat.read(path, as_version=4), args.kernel)
+        extra = ROOT / "bench" / f"{section}.py"
+        seconds, notebook = execute(nbformat.read(path, as_version=4), args.kernel,
+                                    extra.read_text() if extra.exists() else None)
         book_seconds += seconds
         rows.append((f"{section}: execution time", f"{seconds:.1f} s", ""))
         rows.extend((f"  {name}", f"{value:.3g}", rest) for name, value, rest in measurements(notebook))

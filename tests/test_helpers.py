@@ -82,5 +82,8 @@ def test_live_figure_output_carries_a_static_png():
 
 def test_median_ms_and_report(capsys):
     assert attnbook.median_ms(lambda: sum(range(100)), min_run_time=0.01) > 0
+    calls = []
+    assert attnbook.mean_ms(calls.append, 1, number=4) >= 0
+    assert len(calls) == 2 + 4  # two warm-up calls, then the timed ones
     attnbook.report("a / b", 0.25, target=0.4, detail="1 ms vs 4 ms")
     assert capsys.readouterr().out == "measured: a / b = 0.25 (target ≤ 0.4: met); 1 ms vs 4 ms\n"

@@ -1,0 +1,26 @@
+# `make bench` runs this in the positional-encoding section's kernel, after the notebook: it uses the
+# notebook's `explorer`, `sinusoidal_table`, `d2l` and `attnbook`.
+# Slider update (recompute + redraw + encode) at n=d=512 against drawing the same heatmap from
+# scratch with d2l.show_heatmaps and encoding it the same way; medians of >= 10 updates, one run.
+import matplotlib.pyplot as plt
+
+
+def d2l_redraw(n, d):
+    d2l.show_heatmaps(sinusoidal_table(n, d)[None, None], xlabel='j', ylabel='i',
+                      figsize=(3.5, 4), cmap='Blues')
+    fig = plt.gcf()
+    attnbook.png_bytes(fig)
+    plt.close(fig)
+
+
+explorer.set(d=512, n=512, first_column=6)
+columns = iter([7, 6] * 1000)  # a column-slider move: recompute P, redraw the data, encode
+column_ms = attnbook.median_ms(lambda: explorer.set(first_column=next(columns)), min_run_time=1)
+sizes = iter([511, 512] * 1000)  # an n-slider move also redraws axes and ticks
+n_ms = attnbook.median_ms(lambda: explorer.set(n=next(sizes)), min_run_time=1)
+redraw_ms = attnbook.median_ms(d2l_redraw, 512, 512, min_run_time=1)
+explorer.set(d=32, n=60, first_column=6)
+attnbook.report('column slider update / d2l.show_heatmaps redraw, n=d=512', column_ms / redraw_ms,
+                target=0.4, detail=f'{column_ms:.0f} ms vs {redraw_ms:.0f} ms')
+attnbook.report('n slider update / d2l.show_heatmaps redraw, n=d=512', n_ms / redraw_ms,
+                target=0.4, detail=f'{n_ms:.0f} ms vs {redraw_ms:.0f} ms')
