@@ -1,0 +1,84 @@
+"""Draws the book's figure files into img/ (`make img`); tests/test_img.py checks they are up to date.
+
+SVG output is made reproducible: a fixed hash salt for matplotlib's ids and no date in the metadata,
+so redrawing with the pinned matplotlib gives the same bytes.
+"""
+import pathlib
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+from matplotlib.figure import Figure  # noqa: E402
+
+HERE = pathlib.Path(__file__).resolve().parent
+INPUT, HIDDEN, OUTPUT, EDGE, PATH = "#dbe9f6", "#f2f2f2", "#fde0c5", "#b8b8b8", "#c0392b"
+
+
+def nodes(ax, xs, y, labels, color):
+    for x, label in zip(xs, labels, strict=True):
+        ax.add_patch(matplotlib.patches.Circle((x, y), 0.3, facecolor=color, edgecolor="#555", zorder=3))
+        ax.text(x, y, label, ha="center", va="center", fontsize=9, zorder=4)
+
+
+def edge(ax, start, end, on_path=False):
+    """An arrow between node centres, trimmed to the circles; red when it lies on the path shown."""
+    ax.annotate("", xy=end, xytext=start, zorder=2 if on_path else 1,
+                arrowprops=dict(arrowstyle="-|>", color=PATH if on_path else EDGE, lw=1.6 if on_path else 0.8,
+                                shrinkA=9, shrinkB=9, mutation_scale=8))
+
+
+def cnn_rnn_self_attention(path):
+    """Three layers over the same five tokens; red: the path from x1 as far as the layers reach."""
+    n, xs = 5, range(5)
+    fig = Figure(figsize=(10, 3))
+    axes = fig.subplots(1, 3)
+    fig.subplots_adjust(left=0.01, right=0.99, top=0.84, bottom=0.02, wspace=0.08)
+    titles = ["CNN, kernel 3, two layers", "RNN", "self-attention"]
+    notes = ["O(knd²) · O(1) sequential · path O(n/k)", "O(nd²) · O(n) sequential · path O(n)",
+             "O(n²d) · O(1) sequential · path O(1)"]
+    for ax, title, note in zip(axes, titles, notes, strict=True):
+        ax.set_title(f"{title}\n{note}", fontsize=10)
+        ax.set_xlim(-0.6, n - 0.4)
+        ax.set_ylim(-0.6, 2.6)
+        ax.set_aspect("equal")
+        ax.axis("off")
+        nodes(ax, xs, 0, [f"x{i + 1}" for i in xs], INPUT)
+
+    cnn = axes[0]  # same padding: each node sees its neighbours one to the left and right
+    on_path = {(0, 0, 1), (1, 1, 2)}  # x1 -> h2 -> y3: two layers reach only two positions further
+    for layer in (0, 1):
+        for i in xs:
+            for j in (i - 1, i, i + 1):
+                if 0 <= j < n:
+                    edge(cnn, (i, layer), (j, layer + 1), (layer, i, j) in on_path)
+    nodes(cnn, xs, 1, [f"h{i + 1}" for i in xs], HIDDEN)
+    nodes(cnn, xs, 2, [f"y{i + 1}" for i in xs], OUTPUT)
+
+    rnn = axes[1]
+    for i in xs:
+        edge(rnn, (i, 0), (i, 1), on_path=i == 0)
+        if i + 1 < n:
+            edge(rnn, (i, 1), (i + 1, 1), on_path=True)
+    nodes(rnn, xs, 1, [f"h{i + 1}" for i in xs], OUTPUT)
+
+    attention = axes[2]
+    for i in xs:
+        for j in xs:
+            edge(attention, (i, 0), (j, 1), on_path=(i, j) == (0, n - 1))
+    nodes(attention, xs, 1, [f"y{i + 1}" for i in xs], OUTPUT)
+
+    fig.savefig(path, format="svg", metadata={"Date": None})
+
+
+FIGURES = {"cnn-rnn-self-attention.svg": cnn_rnn_self_attention}
+
+
+def main(out_dir=HERE):
+    matplotlib.rcParams["svg.hashsalt"] = "attnbook"  # stable ids instead of random ones
+    for name, draw in FIGURES.items():
+        draw(pathlib.Path(out_dir) / name)
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])
