@@ -13,19 +13,24 @@ export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
 # Jupyter refuses to run as root without being told (containers, CI machines).
 LAB_ARGS ?= $(if $(filter 0,$(shell id -u)),--allow-root)
 
+# The browser test drives Debian's Chromium; `make test` installs the package when it is missing.
+CHROMIUM ?= /usr/bin/chromium
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+
 ifeq ($(PYTHON),.venv/bin/python)
 READY := $(VENV)/.installed
 else
 READY := kernels
 endif
 
-.PHONY: help install kernels lab test test-cuda notebooks check lint bench browser clean
+.PHONY: help install kernels lab test test-cuda notebooks img check lint bench clean
 
 help:
 	@echo "make lab        open the book in JupyterLab (installs first if needed)"
 	@echo "make test       unit tests, make check, browser test, nbval --strict on the CPU kernel (what CI runs)"
 	@echo "make test-cuda  nbval strict on the CUDA kernel (needs a GPU)"
 	@echo "make notebooks  regenerate notebooks/ from chapters/ and execute them on the CPU kernel"
+	@echo "make img        redraw the figure files in img/ (img/draw.py)"
 	@echo "make check      fail when a chapter and its notebook differ"
 	@echo "make lint       ruff over the package, tests, benchmarks and notebooks"
 	@echo "make bench      the book's performance figures, as ratios measured in one run"
@@ -48,10 +53,15 @@ kernels:
 	$(PYTHON) -m ipykernel install --sys-prefix --name book-cuda --display-name "Python (book, CUDA)" --env BOOK_DEVICE cuda >/dev/null
 
 lab: $(READY)
-	$(PYTHON) -m jupyterlab --ServerApp.root_dir=notebooks $(LAB_ARGS)
+	$(PYTHON) -m jupyterlab --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/notebooks $(LAB_ARGS)
 
-test: $(READY)
-	$(PYTHON) -m pytest tests notebooks $(NBVAL) --nbval-kernel-name book-cpu
+test: $(READY) $(CHROMIUM)
+	CHROMIUM=$(CHROMIUM) $(PYTHON) -m pytest tests notebooks $(NBVAL) --nbval-kernel-name book-cpu
+
+$(CHROMIUM):
+	@echo "installing Debian's chromium for the browser test (tests/test_browser.py)"
+	$(SUDO) apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null
 
 test-cuda: $(READY)
 	@$(PYTHON) -c "import sys, torch; torch.cuda.is_available() or sys.exit('make test-cuda: torch sees no GPU here (torch.cuda.is_available() is False); run it on a machine with a CUDA GPU.')"
@@ -63,11 +73,14 @@ notebooks: $(NOTEBOOKS)
 notebooks/%.ipynb: chapters/%.md attnbook/*.py | $(READY)
 	$(PYTHON) -m jupytext --to ipynb --execute -o $@ $<
 
+img: $(READY)
+	$(PYTHON) img/draw.py
+
 check: $(READY)
 	$(PYTHON) -m pytest tests/test_sync.py -q
 
 lint: $(READY)
-	$(PYTHON) -m ruff check attnbook tests bench notebooks
+	$(PYTHON) -m ruff check attnbook tests bench notebooks img
 
 bench: $(READY)
 	$(PYTHON) bench/run.py
