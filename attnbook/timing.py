@@ -2,16 +2,18 @@
 import torch.utils.benchmark as benchmark
 
 
+def _timer(fn, args, kwargs):
+    return benchmark.Timer(stmt="fn(*args, **kwargs)", globals={"fn": fn, "args": args, "kwargs": kwargs})
+
+
 def median_ms(fn, *args, min_run_time=0.2, **kwargs):
     """Median wall time of fn(*args, **kwargs) in milliseconds."""
-    timer = benchmark.Timer(stmt="fn(*args, **kwargs)", globals={"fn": fn, "args": args, "kwargs": kwargs})
-    return timer.blocked_autorange(min_run_time=min_run_time).median * 1e3
+    return _timer(fn, args, kwargs).blocked_autorange(min_run_time=min_run_time).median * 1e3
 
 
 def mean_ms(fn, *args, number=5, **kwargs):
     """Mean wall time of `number` calls (after two warm-up calls) in milliseconds: quick, for tables."""
-    timer = benchmark.Timer(stmt="fn(*args, **kwargs)", globals={"fn": fn, "args": args, "kwargs": kwargs})
-    return timer.timeit(number).mean * 1e3
+    return _timer(fn, args, kwargs).timeit(number).mean * 1e3
 
 
 def report(name, ratio, target=None, detail=""):

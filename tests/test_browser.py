@@ -138,6 +138,12 @@ def slider(notebook, label):
         has=notebook.page.locator("label.widget-label", has_text=re.compile(f"^{re.escape(label)}$")))
 
 
+def wait_for_text(page, element, text):
+    """Wait until `element` (a locator) shows `text`."""
+    page.wait_for_function("(args) => args[0].textContent.includes(args[1])",
+                           arg=[element.element_handle(), text], timeout=10_000)
+
+
 def move(page, widget, value, image):
     """Type a value into the slider's box and press Enter; return ms until the new image loaded."""
     before = image.get_attribute("src")
@@ -180,17 +186,15 @@ def test_notebook_runs_and_sliders_redraw(lab, browser, section):
         image.evaluate(WATCH_IMAGE)
         if choice:
             box.locator("select").select_option(label=choice)
-            page.wait_for_function("(args) => args[0].textContent.includes(args[1])",
-                                   arg=[readout.element_handle(), choice.split(':')[0]], timeout=10_000)
+            wait_for_text(page, readout, choice.split(':')[0])
 
-        latencies, d, n = [], d_values[0], n_values[0]
+        latencies = []
         for step in range(MOVES):
             d = d_values[(step + 1) % 2]
             latencies.append(move(page, d_slider, d, image))
             n = n_values[(step + 1) % 2]
             latencies.append(move(page, n_slider, n, image))
-            page.wait_for_function("(args) => args[0].textContent.includes(args[1])",
-                                   arg=[readout.element_handle(), expected.format(n=n, d=d)], timeout=10_000)
+            wait_for_text(page, readout, expected.format(n=n, d=d))
             assert "Cannot show this" not in readout.text_content()
         assert page.evaluate(NOTEBOOK_STATE)["errors"] == []
 
