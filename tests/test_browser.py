@@ -125,6 +125,8 @@ def lab(tmp_path_factory):
 def browser():
     from playwright.sync_api import sync_playwright
 
+    (ARTIFACTS / "browser.txt").unlink(missing_ok=True)  # the report holds this run's figures only
+
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
                                               args=["--no-sandbox", "--disable-gpu"])
