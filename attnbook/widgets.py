@@ -9,6 +9,8 @@ Redrawing is blitted in three layers, because text is most of matplotlib's drawi
 2. axes whose range follows a slider (mark them: `ax.xaxis.set_animated(True)`) are drawn over a
    copy of the background when the range or ticks of one of them changed, and that picture is kept;
 3. the other artists marked `animated=True` (the data) are drawn over it on every move.
+So whatever `draw` changes must be marked animated (a title whose text changes too), or sit on an
+axis whose range changes with it: anything else keeps the picture it had when first drawn.
 """
 import base64
 import io
