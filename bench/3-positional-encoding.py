@@ -1,7 +1,8 @@
 # `make bench` runs this in the positional-encoding section's kernel, after the notebook: it uses the
 # notebook's `explorer`, `sinusoidal_table`, `d2l` and `attnbook`.
-# Slider update (recompute + redraw + encode) at n=d=512 against drawing the same heatmap from
-# scratch with d2l.show_heatmaps and encoding it the same way; medians of >= 10 updates, one run.
+# Slider update (recompute + redraw + encode as the widget sends it, WebP) at n=d=512 against drawing
+# the same heatmap from scratch with d2l.show_heatmaps and encoding it as Jupyter shows a figure
+# (savefig to PNG); medians of >= 10 updates, one run.
 import matplotlib.pyplot as plt
 
 
