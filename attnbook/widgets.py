@@ -3,6 +3,11 @@
 In JupyterLab the reader sees the live controls; GitHub, nbval and print see the PNG of the
 default values, which rides along in the same output.
 
+Sharp on any screen: the figure keeps its size in CSS pixels (figsize × dpi as the chapter built it)
+and its bitmap is drawn at SCALE (2) times that, for projectors at 150 % zoom and high-density
+screens; the image is shown at the CSS size and shrinks (max-width 100 %) in a narrower output area.
+The controls sit in rows that wrap, labels at their natural width, so no slider is squeezed.
+
 Redrawing is blitted in three layers, because text is most of matplotlib's drawing time:
 1. the background (frames, labels, legends, colorbars, titles that never change) is drawn once, and
    again only when the size or the range of an axis that is not animated changes;
@@ -11,50 +16,86 @@ Redrawing is blitted in three layers, because text is most of matplotlib's drawi
 3. the other artists marked `animated=True` (the data) are drawn over it on every move.
 So whatever `draw` changes must be marked animated (a title whose text changes too), or sit on an
 axis whose range changes with it: anything else keeps the picture it had when first drawn.
+
+Never out of step: when `draw` raises ValueError the readout shows its one-line message and the
+last picture is shown greyed out (`live.shown` is None, `live.error` the message) until a valid
+value draws again.
 """
 import base64
+import html
 import io
 
 import ipywidgets as widgets
 from matplotlib.axis import Axis
 from matplotlib.backends.backend_agg import FigureCanvasAgg
-from PIL import Image
+from PIL import Image, ImageOps
+
+SCALE = 2  # bitmap pixels per CSS pixel
+TRACK_PX = 100  # the least a slider's track may get, in CSS pixels
+LABEL_PX_PER_CHAR = 8  # generous for JupyterLab's 13 px UI font: a label is never cut
+SLIDERS = (widgets.IntSlider, widgets.FloatSlider, widgets.FloatLogSlider, widgets.IntRangeSlider,
+           widgets.FloatRangeSlider, widgets.SelectionSlider, widgets.SelectionRangeSlider)
+STALE_CLASS = "attnbook-stale"  # on the image while it shows an outdated picture
+MAX_ERROR_CHARS = 200
+
+
+def one_line(error):
+    """An exception's message on one line: whitespace (newlines too) joined, cut at MAX_ERROR_CHARS."""
+    text = " ".join(str(error).split()) or type(error).__name__
+    return text if len(text) <= MAX_ERROR_CHARS else text[:MAX_ERROR_CHARS - 1] + "…"
 
 
 class LiveFigure:
     """Sliders + one matplotlib figure: `draw(**values)` updates the figure's artists in place.
 
     `draw` returns a one-line readout (or None) and raises ValueError with a one-line message for
-    values that cannot work; the message is shown instead of a traceback and the figure is kept.
+    values that cannot work; the message is shown instead of a traceback and the figure is greyed
+    out until the next valid value. `shown` holds the control values the picture shows (None while
+    it is stale) and `error` the message shown (None when there is none).
     """
 
     def __init__(self, fig, draw, **controls):
         self.fig, self.draw, self.controls = fig, draw, controls
         self.canvas = FigureCanvasAgg(fig)
+        # the size the reader sees, in CSS pixels; the bitmap is drawn SCALE times as dense
+        self.css_size = tuple(round(v) for v in fig.get_size_inches() * fig.dpi)
+        fig.set_dpi(fig.dpi * SCALE)
         for ax in fig.axes:  # frames go over the data, as in a plain draw (cheap: four lines each)
             for spine in ax.spines.values():
                 spine.set_animated(True)
         self._static_key, self._static, self._axes_key, self._axes_layer = None, None, None, None
         self.full_redraws, self.axis_redraws = 0, 0  # how often each cached layer was redrawn
-        # flex-start: shown at its own pixel size, not stretched to the output's width (blurry)
-        self.image = widgets.Image(format="webp", layout=widgets.Layout(align_self="flex-start"))
+        self.shown, self.error = None, None
+        # flex-start: not stretched to the output's width; max-width: shrinks to fit a narrow one
+        self.image = widgets.Image(format="webp", layout=widgets.Layout(
+            align_self="flex-start", width=f"{self.css_size[0]}px", max_width="100%", height="auto"))
         self.readout = widgets.HTML()
         for control in controls.values():
+            _fit(control)
             control.observe(self.refresh, names="value")
-        self.box = widgets.VBox([widgets.HBox(list(controls.values())), self.readout, self.image])
+        row = widgets.Box(list(controls.values()), layout=widgets.Layout(
+            display="flex", flex_flow="row wrap", align_items="center", width="100%"))
+        self.box = widgets.VBox([row, self.readout, self.image], layout=widgets.Layout(max_width="100%"))
         self.refresh()
 
     def values(self):
         return {name: control.value for name, control in self.controls.items()}
 
     def refresh(self, change=None):
+        values = self.values()
         try:
-            readout = self.draw(**self.values())
+            readout = self.draw(**values)
         except ValueError as error:
-            self.readout.value = f"<span style='color:#b00'>Cannot show this: {error}</span>"
+            self.error, self.shown = one_line(error), None
+            message = html.escape(self.error)
+            self.readout.value = f"<span style='color:#b00'>Cannot show this: {message}</span>"
+            self.image.value = self._encode(format="webp", lossless=True, method=0, quality=0)
+            self.image.add_class(STALE_CLASS)
             return False
-        self.readout.value = readout or ""
         self.image.value = self.render()
+        self.image.remove_class(STALE_CLASS)
+        self.readout.value = readout or ""
+        self.shown, self.error = values, None
         return True
 
     def render(self):
@@ -62,7 +103,7 @@ class LiveFigure:
         fig, canvas = self.fig, self.canvas
         animated = fig.findobj(lambda a: a.get_animated() and a.get_visible())
         still = [axis for ax in fig.axes for axis in (ax.xaxis, ax.yaxis) if not axis.get_animated()]
-        static_key = (tuple(fig.get_size_inches()), *map(_axis_key, still))
+        static_key = (tuple(fig.get_size_inches()), fig.dpi, *map(_axis_key, still))
         if static_key != self._static_key:
             canvas.draw()  # skips animated artists: this is the background
             self._static_key, self._static = static_key, canvas.copy_from_bbox(fig.bbox)
@@ -71,14 +112,24 @@ class LiveFigure:
         for artist in animated:
             if not isinstance(artist, Axis):
                 fig.draw_artist(artist)
+        self.error = None  # the canvas now holds a current picture (refresh records its values)
         # lossless and cheap to encode (about 2/3 of PNG's time at its fastest setting); the bytes
         # only travel to the browser: GitHub and nbval get a PNG from _repr_mimebundle_
         return self._encode(format="webp", lossless=True, method=0, quality=0)
 
     def _encode(self, **options):
-        """The canvas as it was last drawn, encoded with PIL (the same pixels give the same bytes)."""
+        """The picture as it was last drawn, encoded with PIL (the same pixels give the same bytes).
+
+        While `error` is set the picture is out of date: it is shown grey and faded.
+        """
         canvas, buffer = self.canvas, io.BytesIO()
-        rgb = Image.frombuffer("RGBA", canvas.get_width_height(), canvas.buffer_rgba()).convert("RGB")
+        if self._static is None:  # nothing drawn yet (the first values were invalid): the background
+            canvas.draw()
+        rgb = Image.frombuffer("RGBA", canvas.get_width_height(physical=True), canvas.buffer_rgba())
+        rgb = rgb.convert("RGB")
+        if self.error is not None:
+            grey = ImageOps.grayscale(rgb).convert("RGB")
+            rgb = Image.blend(grey, Image.new("RGB", rgb.size, "white"), 0.6)
         rgb.save(buffer, **options)
         return buffer.getvalue()
 
@@ -99,7 +150,11 @@ class LiveFigure:
             self.canvas.restore_region(self._axes_layer)
 
     def set(self, **values):
-        """Move several controls at once (one redraw), as a reader moving sliders would."""
+        """Move several controls at once (one redraw), as a reader moving sliders would.
+
+        A value a control refuses (a Dropdown option it does not have) raises its TraitError, after
+        the figure has been redrawn for the values the controls then hold.
+        """
         with self.box.hold_sync():
             for control in self.controls.values():
                 control.unobserve(self.refresh, names="value")
@@ -109,17 +164,39 @@ class LiveFigure:
             finally:
                 for control in self.controls.values():
                     control.observe(self.refresh, names="value")
-        return self.refresh()
+                drawn = self.refresh()
+        return drawn
 
     def _repr_mimebundle_(self, **kwargs):
         bundle = self.box._repr_mimebundle_(**kwargs)
         settings = ", ".join(f"{name}={value}" for name, value in self.values().items())
         bundle["text/plain"] = f"LiveFigure({settings})"
+        # the stored picture is as sharp as the live one: SCALE × the pixels, shown at the CSS size
         bundle["image/png"] = base64.b64encode(self._encode(format="png")).decode("ascii")
-        return bundle
+        width, height = self.css_size
+        return bundle, {"image/png": {"width": width, "height": height}}
 
 
 def _axis_key(axis):
     """What an axis shows: its range and its ticks (a change means its labels must be redrawn)."""
     return tuple(axis.get_view_interval()), tuple(axis.get_majorticklocs())
 
+
+def _fit(control):
+    """Give a control room in a wrapping row: its label whole, a slider's track >= TRACK_PX.
+
+    Labels take their natural width (description_width 'initial') unless the chapter chose one;
+    a minimum width keeps the track when the row is narrow (the control then wraps to a new row).
+    Sizes the chapter set itself are kept.
+    """
+    style = getattr(control, "style", None)
+    if style is not None and hasattr(style, "description_width") and not style.description_width:
+        style.description_width = "initial"
+    label = len(getattr(control, "description", "") or "") * LABEL_PX_PER_CHAR
+    unset = control.layout.min_width is None and control.layout.width is None
+    if isinstance(control, SLIDERS) and control.orientation == "horizontal" and unset:
+        # label + its margin, the track + the handle's margins, the readout box
+        control.layout.min_width = f"{label + 8 + TRACK_PX + 16 + 56}px"
+    elif isinstance(control, widgets.Dropdown) and unset:
+        widest = max((len(str(option)) for option in control.options), default=1)
+        control.layout.min_width = f"{label + 8 + widest * LABEL_PX_PER_CHAR + 32}px"

@@ -4,6 +4,7 @@ import io
 
 import ipywidgets as widgets
 import matplotlib
+import numpy as np
 import pytest
 import torch
 from matplotlib.figure import Figure
@@ -66,11 +67,73 @@ def test_live_figure_updates_in_place_and_explains_bad_values():
     live = attnbook.LiveFigure(fig, draw, n=widgets.IntSlider(3, min=0, max=20))
     first = bytes(live.image.value)
     assert first[8:12] == b"WEBP" and live.readout.value == "drew 3 points"
+    assert live.shown == {"n": 3} and live.error is None
     assert live.set(n=4) and live.image.value != first and live.full_redraws == 1  # same frame: blitted
     assert live.set(n=15) and live.full_redraws == 2  # x range changed: background redrawn
-    kept = bytes(live.image.value)
     assert not live.set(n=0)
-    assert "n=0 is too small" in live.readout.value and live.image.value == kept and live.fig is fig
+    assert "n=0 is too small" in live.readout.value and live.fig is fig
+    assert live.shown is None and live.error == "n=0 is too small; choose n >= 1"
+
+
+def pixels(data):
+    return Image.open(io.BytesIO(bytes(data))).convert("RGB")
+
+
+def test_live_figure_marks_the_picture_stale_until_a_valid_value():
+    fig, draw = small_figure()
+    live = attnbook.LiveFigure(fig, draw, n=widgets.IntSlider(5, min=0, max=20))
+    current = pixels(live.image.value)
+    live.controls["n"].value = 0  # as a reader would: through the control
+    stale = pixels(live.image.value)
+    assert live.shown is None and "attnbook-stale" in live.image._dom_classes
+    # the same picture, faded to grey: no colour left, and lighter everywhere it was not white
+    stale_rgb, current_rgb = np.asarray(stale, dtype=int), np.asarray(current, dtype=int)
+    assert stale.size == current.size and (stale_rgb == stale_rgb[..., :1]).all()  # R = G = B
+    assert stale_rgb.sum() > current_rgb.sum()
+    live.controls["n"].value = 7
+    assert live.shown == {"n": 7} and live.error is None and live.readout.value == "drew 7 points"
+    assert "attnbook-stale" not in live.image._dom_classes
+    fresh = attnbook.LiveFigure(*small_figure(), n=widgets.IntSlider(7))
+    assert pixels(live.image.value).tobytes() == pixels(fresh.image.value).tobytes()
+
+
+def test_live_figure_errors_are_one_line_and_escaped():
+    fig = Figure(figsize=(2, 1))
+    fig.subplots()
+
+    def draw(n):
+        if n:
+            raise ValueError("first line\n  second <line> " + "x" * 500)
+
+    live = attnbook.LiveFigure(fig, draw, n=widgets.IntSlider(1))  # invalid from the start
+    assert live.shown is None and "\n" not in live.error and len(live.error) <= 200
+    assert live.error.startswith("first line second <line> x") and live.error.endswith("…")
+    assert "&lt;line&gt;" in live.readout.value and "<line>" not in live.readout.value
+    assert pixels(live.image.value).size == (400, 200)  # the background, greyed
+    assert live.set(n=0) and live.shown == {"n": 0} and live.error is None
+
+
+def test_live_figure_draws_twice_as_many_pixels_as_it_shows():
+    fig, draw = small_figure()  # 3 × 2 in at 100 dpi: 300 × 200 CSS pixels
+    live = attnbook.LiveFigure(fig, draw, n=widgets.IntSlider(3))
+    assert live.css_size == (300, 200) and pixels(live.image.value).size == (600, 400)
+    assert live.image.layout.width == "300px" and live.image.layout.max_width == "100%"
+
+
+def test_live_figure_controls_wrap_and_keep_their_labels():
+    fig, draw = small_figure()
+    long_label = widgets.IntSlider(3, description="a long description")
+    chosen = widgets.IntSlider(1, description="m", style={"description_width": "50px"},
+                               layout=widgets.Layout(width="200px"))
+    menu = widgets.Dropdown(options=["one", "a much longer option"], description="pick")
+    live = attnbook.LiveFigure(fig, lambda n, m, pick: draw(n), n=long_label, m=chosen, pick=menu)
+    row = live.box.children[0]
+    assert row.layout.flex_flow == "row wrap" and list(row.children) == [long_label, chosen, menu]
+    assert long_label.style.description_width == "initial" and menu.style.description_width == "initial"
+    # room for the label (8 px a character), a 100 px track and the readout
+    assert int(long_label.layout.min_width.removesuffix("px")) >= 18 * 8 + 100
+    assert int(menu.layout.min_width.removesuffix("px")) >= (4 + 20) * 8
+    assert chosen.style.description_width == "50px" and chosen.layout.min_width is None  # kept
 
 
 def two_panels():
@@ -108,13 +171,24 @@ def test_live_figure_redraws_moving_axes_only_when_a_range_changed():
 def test_live_figure_output_carries_a_static_png():
     fig, draw = small_figure()
     live = attnbook.LiveFigure(fig, draw, n=widgets.IntSlider(3))
-    bundle = live._repr_mimebundle_()
+    bundle, metadata = live._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
     png = base64.b64decode(bundle["image/png"])
     assert png.startswith(b"\x89PNG")
     shown = Image.open(io.BytesIO(bytes(live.image.value)))
     assert shown.format == "WEBP" and Image.open(io.BytesIO(png)).tobytes() == shown.tobytes()  # same pixels
     assert bundle["text/plain"] == "LiveFigure(n=3)"
+    # as sharp as the live picture: twice the pixels, displayed at the figure's size
+    assert Image.open(io.BytesIO(png)).size == (600, 400)
+    assert metadata == {"image/png": {"width": 300, "height": 200}}
+
+
+def test_ipython_displays_the_static_png_at_its_size():
+    from IPython.core.formatters import DisplayFormatter
+
+    live = attnbook.LiveFigure(*small_figure(), n=widgets.IntSlider(3))
+    data, metadata = DisplayFormatter().format(live)
+    assert "image/png" in data and metadata["image/png"] == {"width": 300, "height": 200}
 
 
 def test_median_ms_and_report(capsys):
