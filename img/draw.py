@@ -28,17 +28,18 @@ def edge(ax, start, end, on_path=False):
                                 shrinkA=9, shrinkB=9, mutation_scale=8))
 
 
-def cnn_rnn_self_attention(path):
-    """Three layers over the same five tokens; red: the path from x1 as far as the layers reach."""
+def cnn_rnn_self_attention(path, format="svg"):
+    """Three layers over the same five tokens; red: every edge that carries x1, as far as the layers reach."""
     n, xs = 5, range(5)
-    fig = Figure(figsize=(10, 3))
+    fig = Figure(figsize=(8, 2.7))
     axes = fig.subplots(1, 3)
-    fig.subplots_adjust(left=0.01, right=0.99, top=0.84, bottom=0.02, wspace=0.08)
-    titles = ["CNN, kernel 3, two layers", "RNN", "self-attention"]
-    notes = ["O(knd²) · O(1) sequential · path O(n/k)", "O(nd²) · O(n) sequential · path O(n)",
-             "O(n²d) · O(1) sequential · path O(1)"]
+    fig.subplots_adjust(left=0.01, right=0.99, top=0.76, bottom=0.01, wspace=0.06)
+    titles = ["convolution, κ = 3, two layers", "RNN", "self-attention"]
+    notes = ["O(κnd²) FLOPs · O(1) sequential\npath O(n/κ) layers",
+             "O(nd²) FLOPs · O(n) sequential\npath O(n) steps",
+             "O(n²d) FLOPs · O(1) sequential\npath O(1): one layer"]
     for ax, title, note in zip(axes, titles, notes, strict=True):
-        ax.set_title(f"{title}\n{note}", fontsize=10)
+        ax.set_title(f"{title}\n{note}", fontsize=9)
         ax.set_xlim(-0.6, n - 0.4)
         ax.set_ylim(-0.6, 2.6)
         ax.set_aspect("equal")
@@ -46,29 +47,34 @@ def cnn_rnn_self_attention(path):
         nodes(ax, xs, 0, [f"x{i + 1}" for i in xs], INPUT)
 
     cnn = axes[0]  # same padding: each node sees its neighbours one to the left and right
-    on_path = {(0, 0, 1), (1, 1, 2)}  # x1 -> h2 -> y3: two layers reach only two positions further
+    reached = {0: {0}}  # layer -> positions that x1 has reached (0-based)
     for layer in (0, 1):
+        reached[layer + 1] = set()
         for i in xs:
             for j in (i - 1, i, i + 1):
                 if 0 <= j < n:
-                    edge(cnn, (i, layer), (j, layer + 1), (layer, i, j) in on_path)
+                    carries_x1 = i in reached[layer]
+                    edge(cnn, (i, layer), (j, layer + 1), carries_x1)
+                    if carries_x1:
+                        reached[layer + 1].add(j)
+    assert reached[2] == {0, 1, 2}  # two layers of kernel 3 carry x1 to y1, y2, y3 only
     nodes(cnn, xs, 1, [f"h{i + 1}" for i in xs], HIDDEN)
     nodes(cnn, xs, 2, [f"y{i + 1}" for i in xs], OUTPUT)
 
-    rnn = axes[1]
+    rnn = axes[1]  # x1 enters h1 and travels along the chain h1 -> h2 -> ... -> h5
     for i in xs:
         edge(rnn, (i, 0), (i, 1), on_path=i == 0)
         if i + 1 < n:
             edge(rnn, (i, 1), (i + 1, 1), on_path=True)
     nodes(rnn, xs, 1, [f"h{i + 1}" for i in xs], OUTPUT)
 
-    attention = axes[2]
+    attention = axes[2]  # one step from x1 to every output
     for i in xs:
         for j in xs:
-            edge(attention, (i, 0), (j, 1), on_path=(i, j) == (0, n - 1))
+            edge(attention, (i, 0), (j, 1), on_path=i == 0)
     nodes(attention, xs, 1, [f"y{i + 1}" for i in xs], OUTPUT)
 
-    fig.savefig(path, format="svg", metadata={"Date": None})
+    fig.savefig(path, format=format, metadata={"Date": None} if format == "svg" else None)
 
 
 FIGURES = {"cnn-rnn-self-attention.svg": cnn_rnn_self_attention}
