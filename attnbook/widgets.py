@@ -24,6 +24,7 @@ value draws again.
 import base64
 import html
 import io
+import re
 
 import ipywidgets as widgets
 from matplotlib.axis import Axis
@@ -89,14 +90,24 @@ class LiveFigure:
             self.error, self.shown = one_line(error), None
             message = html.escape(self.error)
             self.readout.value = f"<span style='color:#b00'>Cannot show this: {message}</span>"
-            self.image.value = self._encode(format="webp", lossless=True, method=0, quality=0)
-            self.image.add_class(STALE_CLASS)
+            self._show(self._encode(format="webp", lossless=True, method=0, quality=0), values, stale=True)
             return False
-        self.image.value = self.render()
-        self.image.remove_class(STALE_CLASS)
+        self._show(self.render(), values, stale=False)
         self.readout.value = readout or ""
         self.shown, self.error = values, None
         return True
+
+    def _show(self, image, values, stale):
+        """Send the picture with classes that say what it is for, in one message (a page can check it).
+
+        `attnbook-for-NAME-VALUE` per control (characters other than letters, digits, - and _ become
+        _), and STALE_CLASS when it is out of date.
+        """
+        classes = [f"attnbook-for-{name}-{re.sub(r'[^A-Za-z0-9_-]', '_', str(value))}"
+                   for name, value in values.items()]
+        with self.image.hold_sync():
+            self.image.value = image
+            self.image._dom_classes = ("attnbook-figure", *classes, *([STALE_CLASS] if stale else []))
 
     def render(self):
         """Draw the figure as image bytes, redrawing each cached layer only when what it shows changed."""

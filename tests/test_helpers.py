@@ -86,13 +86,15 @@ def test_live_figure_marks_the_picture_stale_until_a_valid_value():
     live.controls["n"].value = 0  # as a reader would: through the control
     stale = pixels(live.image.value)
     assert live.shown is None and "attnbook-stale" in live.image._dom_classes
+    assert "attnbook-for-n-0" in live.image._dom_classes
     # the same picture, faded to grey: no colour left, and lighter everywhere it was not white
     stale_rgb, current_rgb = np.asarray(stale, dtype=int), np.asarray(current, dtype=int)
     assert stale.size == current.size and (stale_rgb == stale_rgb[..., :1]).all()  # R = G = B
     assert stale_rgb.sum() > current_rgb.sum()
     live.controls["n"].value = 7
     assert live.shown == {"n": 7} and live.error is None and live.readout.value == "drew 7 points"
-    assert "attnbook-stale" not in live.image._dom_classes
+    # the page can tell which values the picture is for (the browser test reads these classes)
+    assert live.image._dom_classes == ("attnbook-figure", "attnbook-for-n-7")
     fresh = attnbook.LiveFigure(*small_figure(), n=widgets.IntSlider(7))
     assert pixels(live.image.value).tobytes() == pixels(fresh.image.value).tobytes()
 
