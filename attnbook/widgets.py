@@ -68,8 +68,10 @@ class LiveFigure:
         self.full_redraws, self.axis_redraws = 0, 0  # how often each cached layer was redrawn
         self.shown, self.error = None, None
         # flex-start: not stretched to the output's width; max-width: shrinks to fit a narrow one
+        # (no side margins, which would push it out by their width)
         self.image = widgets.Image(format="webp", layout=widgets.Layout(
-            align_self="flex-start", width=f"{self.css_size[0]}px", max_width="100%", height="auto"))
+            align_self="flex-start", width=f"{self.css_size[0]}px", max_width="100%", height="auto",
+            margin="2px 0px"))
         self.readout = widgets.HTML()
         for control in controls.values():
             _fit(control)

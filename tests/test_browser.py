@@ -7,6 +7,14 @@ slider-to-pixels latency (Enter pressed -> new image loaded in the page), median
 printed as `measured:` lines (see them with `pytest -s`) and written to test-artifacts/browser.txt.
 Screenshots of a notebook land in test-artifacts/ when it fails.
 
+A classroom projector as well (1280 × 720 at 150 % zoom: 853 × 480 CSS pixels, device pixel ratio 1.5),
+with JupyterLab's left sidebar closed and open: in every explorer (attnbook.LiveFigure) each slider's
+track is at least 100 px, no control's label is cut, nothing reaches outside the output area, the
+figure's bitmap has at least 1.5 image pixels per CSS pixel and is no taller than the window. One
+slider per explorer is dragged with the mouse (20 steps over 2 s); the median value-to-pixels
+latency is printed as a `measured:` line, and the last picture must be the one for the last value.
+Screenshots: test-artifacts/<notebook>-853x480-dpr1.5-sidebar-{closed,open}.png.
+
 Playwright drives the system's Chromium (`CHROMIUM`, default /usr/bin/chromium); it never downloads
 a browser of its own. `make test` installs Debian's chromium package when it is missing.
 """
@@ -29,6 +37,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 TARGET_MS = 100
+PROJECTOR = {"viewport": {"width": 853, "height": 480}, "device_scale_factor": 1.5}
+MIN_TRACK_PX = 100
+DRAG_STEPS, DRAG_SECONDS = 20, 2.0
 MOVES = 6  # per slider: 6 moves of d and 6 of n, 12 per notebook
 
 # Per notebook: (label of the d slider, two d values), (label of the n slider, two n values), the
@@ -93,6 +104,10 @@ def lab(tmp_path_factory):
         json.dumps({"windowingMode": "none"}))
     (settings / "docmanager-extension" / "plugin.jupyterlab-settings").write_text(
         json.dumps({"autosave": False}))
+    # No "get notified about Jupyter news?" toast over the screenshots.
+    (settings / "apputils-extension").mkdir(parents=True)
+    (settings / "apputils-extension" / "notification.jupyterlab-settings").write_text(
+        json.dumps({"fetchNews": "false"}))
     port, token = free_port(), secrets.token_hex(16)
     command = [sys.executable, "-m", "jupyterlab", "--no-browser", f"--ServerApp.port={port}",
                "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
@@ -214,3 +229,189 @@ def test_notebook_runs_and_sliders_redraw(lab, browser, section):
         raise
     finally:
         page.close()  # its kernel stops with the server
+
+
+# Every explorer on the page (the VBox around an attnbook figure), measured in CSS pixels.
+LAYOUT = """() => {
+    const boxes = [...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) img.attnbook-figure')]
+        .map((img) => [img, img.closest('.widget-vbox')]);
+    return boxes.map(([img, box], index) => {
+        const area = box.closest('.jp-OutputArea-output').getBoundingClientRect();
+        const outside = [...box.querySelectorAll('*')].filter((el) => {
+            const r = el.getBoundingClientRect();
+            return r.width > 0 && (r.right > area.right + 0.5 || r.left < area.left - 0.5);
+        }).map((el) => el.className.toString().slice(0, 60) || el.tagName);
+        const tracks = [...box.querySelectorAll('.widget-hslider .slider-container')].map((el) => {
+            const label = el.closest('.widget-hslider').querySelector('.widget-label');
+            return [label ? label.textContent : '?', el.getBoundingClientRect().width];
+        });
+        const labels = [...box.querySelectorAll('.widget-label')].filter((el) => el.textContent)
+            .map((el) => [el.textContent, el.scrollWidth, el.clientWidth]);
+        const r = img.getBoundingClientRect();
+        return {index, area: area.width, outside, tracks, labels, naturalWidth: img.naturalWidth,
+                width: r.width, height: r.height, viewport: window.innerHeight};
+    });
+}"""
+
+# Record, per slider value shown in the page and per image loaded, the time and what it shows.
+WATCH_DRAG = """([img, readout]) => {
+    window.__changes = []; window.__loads = [];
+    new MutationObserver(() => window.__changes.push([performance.now(), readout.textContent.trim()]))
+        .observe(readout, {childList: true, characterData: true, subtree: true});
+    img.addEventListener('load', () => window.__loads.push([performance.now(), img.className]));
+}"""
+
+
+def set_sidebar(page, open_):
+    """Open (the file browser) or close JupyterLab's left sidebar; wait for the layout to settle."""
+    page.evaluate("""(open_) => {
+        const shell = window.jupyterapp.shell;
+        if (open_) shell.activateById('filebrowser'); else shell.collapseLeft();
+    }""", open_)
+    page.wait_for_function("(open_) => window.jupyterapp.shell.leftCollapsed === !open_", arg=open_)
+    page.wait_for_timeout(500)
+
+
+def check_layout(page, where):
+    explorers = page.evaluate(LAYOUT)
+    assert explorers, f"{where}: no attnbook figure on the page"
+    for e in explorers:
+        name = f"{where}, explorer {e['index']}"
+        assert not e["outside"], f"{name}: outside the output area ({e['area']:.0f} px): {e['outside']}"
+        short = [(label, round(width)) for label, width in e["tracks"] if width < MIN_TRACK_PX]
+        assert not short, f"{name}: slider tracks under {MIN_TRACK_PX} px: {short}"
+        cut = [label for label, scroll, client in e["labels"] if scroll > client]
+        assert not cut, f"{name}: labels cut: {cut}"
+        assert e["naturalWidth"] >= 1.5 * e["width"], f"{name}: blurry: {e['naturalWidth']} image px " \
+                                                       f"shown over {e['width']:.0f} CSS px"
+        assert e["height"] <= e["viewport"], f"{name}: figure {e['height']:.0f} px, window {e['viewport']} px"
+    return explorers
+
+
+def css_class_value(value):
+    return re.sub(r"[^A-Za-z0-9_-]", "_", value)
+
+
+def drag(page, box):
+    """Drag the explorer's first enabled slider across half its track; return the latencies in ms.
+
+    A change is the slider's readout showing a new value; it is on screen at the first image load
+    whose classes say the figure is for that value or for a value the slider showed after it (the
+    widgets send only the newest value while the kernel is busy).
+    """
+    sliders = box.locator(".widget-hslider")
+    widget = next(sliders.nth(i) for i in range(sliders.count())
+                  if sliders.nth(i).locator(".noUi-target[disabled]").count() == 0)
+    label = widget.locator(".widget-label").text_content()
+    name = explorer_name(box, label)
+    readout, handle = widget.locator(".widget-readout"), widget.locator(".noUi-handle")
+    image = box.locator("img.attnbook-figure")
+    image.evaluate("(img) => img.scrollIntoView({block: 'end'})")
+    widget.scroll_into_view_if_needed()
+    page.evaluate(WATCH_DRAG, [image.element_handle(), readout.element_handle()])
+    track = widget.locator(".slider-container").bounding_box()
+    start = handle.bounding_box()
+    x, y = start["x"] + start["width"] / 2, start["y"] + start["height"] / 2
+    direction = 1 if x < track["x"] + track["width"] / 2 else -1
+    distance = direction * track["width"] / 2
+    page.mouse.move(x, y)
+    page.mouse.down()
+    for step in range(1, DRAG_STEPS + 1):
+        page.mouse.move(x + distance * step / DRAG_STEPS, y)
+        page.wait_for_timeout(1000 * DRAG_SECONDS / DRAG_STEPS)
+    page.mouse.up()
+    final = readout.text_content().strip()
+    wanted = f"attnbook-for-{name}-{css_class_value(final)}"
+    page.wait_for_function("(wanted) => window.__loads.length && "
+                           "window.__loads[window.__loads.length - 1][1].split(' ').includes(wanted)",
+                           arg=wanted, timeout=30_000)
+    page.wait_for_timeout(300)
+    changes, loads = page.evaluate("() => [window.__changes, window.__loads]")
+    # the picture on screen at the end is the one for the last value (nothing newer came after it)
+    assert wanted in loads[-1][1].split(), f"last picture is for {loads[-1][1]}, slider shows {final}"
+    assert image.get_attribute("class").split().count(wanted) == 1
+    changes = [c for k, c in enumerate(changes) if k == 0 or c[1] != changes[k - 1][1]]
+    values = [value for _, value in changes]
+    latencies, done = [], 0
+    for at, classes in loads:
+        shown = [c.removeprefix(f"attnbook-for-{name}-") for c in classes.split()
+                 if c.startswith(f"attnbook-for-{name}-")]
+        # the newest change whose value this picture shows
+        last = max((k for k in range(len(changes)) if changes[k][0] <= at
+                    and css_class_value(values[k]) in shown), default=None)
+        if last is None or last < done:
+            continue
+        latencies += [at - changes[k][0] for k in range(done, last + 1)]
+        done = last + 1
+    assert len(changes) >= 3 and latencies, f"the drag moved the slider {len(changes)} times"
+    return label, len(changes), latencies
+
+
+def explorer_name(box, label):
+    """The keyword name LiveFigure gave a slider (from the image's classes and the label's value)."""
+    widget = box.locator(".widget-hslider").filter(
+        has=box.page.locator("label.widget-label", has_text=re.compile(f"^{re.escape(label)}$")))
+    value = css_class_value(widget.locator(".widget-readout").text_content().strip())
+    classes = box.locator("img.attnbook-figure").get_attribute("class").split()
+    controls = [c.removeprefix("attnbook-for-").rsplit("-", 1) for c in classes
+                if c.startswith("attnbook-for-") and c.endswith(f"-{value}")]
+    candidates = [name for name, _ in controls]
+    if label in candidates:
+        return label
+    assert candidates, f"no control of the figure has the value {value} of slider {label!r}"
+    return candidates[0]
+
+
+@pytest.mark.parametrize("section", list(SLIDERS))
+def test_explorers_fit_a_projector(lab, browser, section):
+    """1280 × 720 at 150 % zoom: the layout, the sharpness, and a mouse drag per explorer."""
+    url, token = lab
+    context = browser.new_context(**PROJECTOR)
+    page = context.new_page()
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / f"{section}-853x480-dpr1.5"
+    try:
+        page.goto(f"{url}/lab/workspaces/{section}-projector/tree/notebooks/{section}.ipynb?reset&token={token}")
+        page.wait_for_function(f"() => {{ const s = window.jupyterapp && ({NOTEBOOK_STATE})(); "
+                               "return s && s.status === 'idle'; }", timeout=120_000)
+        page.evaluate("() => window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
+        page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        page.wait_for_function(f"() => {{ const s = ({NOTEBOOK_STATE})(); "
+                               "return s.errors.length > 0 || (s.pending === 0 && s.status === 'idle'); }",
+                               timeout=300_000)
+        assert page.evaluate(NOTEBOOK_STATE)["errors"] == []
+        page.wait_for_function("() => document.querySelectorAll("
+                               "'.jp-NotebookPanel:not(.lm-mod-hidden) img.attnbook-figure').length > 0")
+        boxes = page.locator(".jp-NotebookPanel:visible .widget-vbox").filter(
+            has=page.locator("img.attnbook-figure"))
+        count = page.evaluate(LAYOUT).__len__()
+        for open_ in (False, True):
+            state = "open" if open_ else "closed"
+            set_sidebar(page, open_)
+            explorers = check_layout(page, f"{section}, sidebar {state}")
+            boxes.nth(count - 1).locator("img.attnbook-figure").evaluate(
+                "(img) => img.scrollIntoView({block: 'end'})")
+            page.screenshot(path=f"{shot}-sidebar-{state}.png")
+            print(f"{section}, sidebar {state}: output area {explorers[0]['area']:.0f} px, figure "
+                  f"{explorers[0]['width']:.0f} × {explorers[0]['height']:.0f} CSS px from "
+                  f"{explorers[0]['naturalWidth']} image px, tracks "
+                  f"{', '.join(f'{label} {width:.0f}' for label, width in explorers[0]['tracks'])} px")
+        set_sidebar(page, False)
+        for index in range(count):
+            box = boxes.nth(index)
+            label, moves, latencies = drag(page, box)
+            median = statistics.median(latencies)
+            line = (f"measured: {section} explorer {index} drag of {label!r} value-to-pixels latency in "
+                    f"Chromium at 853x480 DPR 1.5 = {median:.0f} (target ≤ {TARGET_MS} ms: "
+                    f"{'met' if median <= TARGET_MS else 'NOT met'}); median over {len(latencies)} of "
+                    f"{moves} values, ms")
+            print(line)
+            with open(ARTIFACTS / "browser.txt", "a") as report:
+                report.write(line + "\n")
+        page.screenshot(path=f"{shot}-after-drag.png")
+        assert page.evaluate(NOTEBOOK_STATE)["errors"] == []
+    except Exception:
+        page.screenshot(path=f"{shot}-failed.png", full_page=True)
+        raise
+    finally:
+        context.close()
