@@ -7,10 +7,10 @@ ipympl is not in the book's environment; to include it, install it beside (not i
     PYTHONPATH=/tmp/ipympl .venv/bin/python bench/widgets.py
 
 One representative figure, both at 2 image pixels per CSS pixel (ipympl after the page reports a
-device pixel ratio of 2): 8 × 3.4 in at 100 dpi, four lines over n positions on the left, an
-n × 512 heatmap with a colour bar on the right, and a title that says n. A move sets n (the lines'
-x axis and the heatmap's y axis follow it) and the time is taken from the new value to the encoded
-bytes the kernel sends:
+device pixel ratio of 2; LiveFigure at 1 too, as before this change): 8 × 3.4 in at 100 dpi, four
+lines over n positions on the left, an n × 512 heatmap with a colour bar on the right, and a title
+that says n. A move sets n (the lines' x axis and the heatmap's y axis follow it) and the time is
+taken from the new value to the encoded bytes the kernel sends:
 - LiveFigure: draw(...) updates the artists, render() blits its cached layers and encodes WebP;
 - ipympl: the same update, then what ipympl does on the 'draw' the page asks for after draw_idle():
   canvas.draw(), a full draw (ipympl keeps no background), then get_diff_image() (a PNG of the
@@ -30,6 +30,7 @@ from matplotlib.figure import Figure
 matplotlib.use("Agg")
 
 import attnbook  # noqa: E402
+import attnbook.widgets  # noqa: E402
 
 WIDTH = 512
 
@@ -69,7 +70,8 @@ def values(moves):
     return up + up[::-1]
 
 
-def time_livefigure(moves):
+def time_livefigure(moves, scale=2):
+    attnbook.widgets.SCALE = scale
     fig = Figure(figsize=(8, 3.4), dpi=100)
     update = build(fig, animated=True)
     live = attnbook.LiveFigure(fig, lambda n: update(n), n=widgets.IntSlider(300, min=1, max=WIDTH))
@@ -108,10 +110,12 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--moves", type=int, default=40)
     args = parser.parse_args()
-    times, size, full, axes = time_livefigure(args.moves)
-    print(f"measured: LiveFigure value-to-bytes per move = {statistics.median(times):.1f} ms median "
-          f"(max {max(times):.1f}); {args.moves} moves, {size / 1024:.0f} KiB WebP, background redrawn "
-          f"{full}x, moving axes {axes}x")
+    for scale in (2, 1):  # the book's, and the bitmap at the figure's own size (before 2x) for scale
+        times, size, full, axes = time_livefigure(args.moves, scale)
+        print(f"measured: LiveFigure at {scale}x value-to-bytes per move = {statistics.median(times):.1f} ms "
+              f"median (max {max(times):.1f}); {args.moves} moves, {size / 1024:.0f} KiB WebP, background "
+              f"redrawn {full}x, moving axes {axes}x")
+    attnbook.widgets.SCALE = 2
     try:
         import ipympl  # noqa: F401
     except ImportError:

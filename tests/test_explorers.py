@@ -12,7 +12,6 @@ After each step: no exception escaped, and either the figure shows the current v
 one-line message and the picture is marked stale. A chapter added later (chapters/5-*.md) is picked
 up by the glob.
 """
-import os
 import pathlib
 
 import ipywidgets as widgets
@@ -38,10 +37,10 @@ def explorers(request):
     import jupytext
     from IPython.core.interactiveshell import InteractiveShell
 
-    os.environ["BOOK_DEVICE"] = "cpu"
-    os.environ.setdefault("MPLBACKEND", "Agg")
-    cwd = os.getcwd()
-    os.chdir(ROOT / "notebooks")  # where the notebook runs: relative paths resolve the same way
+    patch = pytest.MonkeyPatch()  # the variables and folder the notebook runs with, undone after
+    patch.setenv("BOOK_DEVICE", "cpu")
+    patch.setenv("MPLBACKEND", "Agg")
+    patch.chdir(ROOT / "notebooks")  # where the notebook runs: relative paths resolve the same way
     shell = InteractiveShell.instance()
     shell.reset(new_session=False)
     try:
@@ -61,14 +60,16 @@ def explorers(request):
             made = {id(value) for value in shell.user_ns.values() if isinstance(value, LiveFigure)}
             if k >= last and made - before:
                 break
-    finally:
-        os.chdir(cwd)
+    except BaseException:
+        patch.undo()
+        raise
     found = {name: value for name, value in shell.user_ns.items() if isinstance(value, LiveFigure)}
     yield request.param, found
     import matplotlib.pyplot as plt
 
     plt.close("all")
     shell.reset(new_session=False)
+    patch.undo()
 
 
 def value_strategy(control):
