@@ -29,7 +29,7 @@ def edge(ax, start, end, on_path=False):
 
 
 def cnn_rnn_self_attention(path, format="svg"):
-    """Three layers over the same five tokens; red: every edge that carries x1, as far as the layers reach."""
+    """Three layers over five tokens, numbered from 0 as in the book; red: every edge that carries x_0."""
     n, xs = 5, range(5)
     fig = Figure(figsize=(8, 2.7))
     axes = fig.subplots(1, 3)
@@ -44,35 +44,35 @@ def cnn_rnn_self_attention(path, format="svg"):
         ax.set_ylim(-0.6, 2.6)
         ax.set_aspect("equal")
         ax.axis("off")
-        nodes(ax, xs, 0, [f"x{i + 1}" for i in xs], INPUT)
+        nodes(ax, xs, 0, [f"$x_{i}$" for i in xs], INPUT)
 
     cnn = axes[0]  # same padding: each node sees its neighbours one to the left and right
-    reached = {0: {0}}  # layer -> positions that x1 has reached (0-based)
+    reached = {0: {0}}  # layer -> positions that x_0 has reached (0-based)
     for layer in (0, 1):
         reached[layer + 1] = set()
         for i in xs:
             for j in (i - 1, i, i + 1):
                 if 0 <= j < n:
-                    carries_x1 = i in reached[layer]
-                    edge(cnn, (i, layer), (j, layer + 1), carries_x1)
-                    if carries_x1:
+                    carries_x0 = i in reached[layer]
+                    edge(cnn, (i, layer), (j, layer + 1), carries_x0)
+                    if carries_x0:
                         reached[layer + 1].add(j)
-    assert reached[2] == {0, 1, 2}  # two layers of kernel 3 carry x1 to y1, y2, y3 only
-    nodes(cnn, xs, 1, [f"h{i + 1}" for i in xs], HIDDEN)
-    nodes(cnn, xs, 2, [f"y{i + 1}" for i in xs], OUTPUT)
+    assert reached[2] == {0, 1, 2}  # two layers of kernel width 3 carry x_0 to y_0, y_1, y_2 only
+    nodes(cnn, xs, 1, [f"$h_{i}$" for i in xs], HIDDEN)
+    nodes(cnn, xs, 2, [f"$y_{i}$" for i in xs], OUTPUT)
 
-    rnn = axes[1]  # x1 enters h1 and travels along the chain h1 -> h2 -> ... -> h5
+    rnn = axes[1]  # x_0 enters h_0 and travels along the chain h_0 -> h_1 -> ... -> h_4
     for i in xs:
         edge(rnn, (i, 0), (i, 1), on_path=i == 0)
         if i + 1 < n:
             edge(rnn, (i, 1), (i + 1, 1), on_path=True)
-    nodes(rnn, xs, 1, [f"h{i + 1}" for i in xs], OUTPUT)
+    nodes(rnn, xs, 1, [f"$h_{i}$" for i in xs], OUTPUT)
 
-    attention = axes[2]  # one step from x1 to every output
+    attention = axes[2]  # one step from x_0 to every output
     for i in xs:
         for j in xs:
             edge(attention, (i, 0), (j, 1), on_path=i == 0)
-    nodes(attention, xs, 1, [f"y{i + 1}" for i in xs], OUTPUT)
+    nodes(attention, xs, 1, [f"$y_{i}$" for i in xs], OUTPUT)
 
     fig.savefig(path, format=format, metadata={"Date": None} if format == "svg" else None)
 
