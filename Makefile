@@ -47,10 +47,11 @@ $(VENV)/.installed: requirements.txt requirements-nodeps.txt pyproject.toml
 	$(MAKE) --no-print-directory kernels PYTHON=$(VENV)/bin/python
 	touch $@
 
-# Two kernelspecs that differ only in BOOK_DEVICE, which attnbook.pick_device() reads.
+# Two kernelspecs that differ in BOOK_DEVICE, which attnbook.pick_device() reads; the CUDA one also
+# fixes cuBLAS's workspace, which deterministic CUDA matmuls need (attnbook.setup() sets it too).
 kernels:
 	$(PYTHON) -m ipykernel install --sys-prefix --name book-cpu --display-name "Python (book, CPU)" --env BOOK_DEVICE cpu >/dev/null
-	$(PYTHON) -m ipykernel install --sys-prefix --name book-cuda --display-name "Python (book, CUDA)" --env BOOK_DEVICE cuda >/dev/null
+	$(PYTHON) -m ipykernel install --sys-prefix --name book-cuda --display-name "Python (book, CUDA)" --env BOOK_DEVICE cuda --env CUBLAS_WORKSPACE_CONFIG :4096:8 >/dev/null
 
 lab: $(READY)
 	$(PYTHON) -m jupyterlab --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/notebooks $(LAB_ARGS)

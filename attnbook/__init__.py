@@ -8,20 +8,34 @@ import logging
 # torch.utils.cpp_extension; that line would make the CPU kernel's outputs differ from the CUDA one's.
 logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)
 
-from attnbook.device import pick_device  # noqa: E402
+from attnbook.device import (  # noqa: E402
+    DeviceChoiceError,
+    NoGPUError,
+    deterministic,
+    pick_device,
+    show_setup_errors_in_one_line,
+)
 from attnbook.figures import png_bytes, use_png_figures  # noqa: E402
 from attnbook.timing import mean_ms, median_ms, report  # noqa: E402
 from attnbook.widgets import LiveFigure  # noqa: E402
 
-__all__ = ["LiveFigure", "mean_ms", "median_ms", "pick_device", "png_bytes", "report", "setup",
-           "use_png_figures"]
+__all__ = ["DeviceChoiceError", "LiveFigure", "NoGPUError", "deterministic", "mean_ms", "median_ms",
+           "pick_device", "png_bytes", "report", "setup", "use_png_figures"]
 
 
 def setup():
-    """One call at the top of every notebook: reproducible PNG figures, a fixed seed, the device."""
+    """One call at the top of every notebook: reproducible PNG figures, a fixed seed, the device,
+    and CUDA settings that compute what the CPU computes (no TF32, deterministic algorithms).
+
+    On the CUDA kernel without a GPU this fails with one line (in Jupyter no traceback) and the
+    cell fails, so Run All stops before anything runs on the wrong device.
+    """
     import torch
 
+    show_setup_errors_in_one_line()
+    device = pick_device()
+    deterministic()
     use_png_figures()
     torch.manual_seed(0)
     torch.set_printoptions(precision=4, sci_mode=False)
-    return pick_device()
+    return device

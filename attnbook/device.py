@@ -1,10 +1,20 @@
-"""Which device the notebooks compute on: chosen by the kernel, not by the notebook."""
+"""Which device the notebooks compute on (chosen by the kernel, not by the notebook), and the
+settings that make the CUDA kernel compute what the CPU kernel computes."""
 import os
 
 import torch
 
 #: The variable the two kernelspecs set ("cpu" or "cuda"); unset means cpu.
 DEVICE_VARIABLE = "BOOK_DEVICE"
+
+#: Deterministic cuBLAS needs a fixed workspace (NVIDIA's cuBLAS docs, "Results reproducibility");
+#: without it torch.use_deterministic_algorithms(True) makes every CUDA matmul raise. The CUDA
+#: kernelspec sets it; `deterministic()` sets it too, before cuBLAS first reads it.
+CUBLAS_VARIABLE, CUBLAS_WORKSPACE = "CUBLAS_WORKSPACE_CONFIG", ":4096:8"
+
+
+class DeviceChoiceError(ValueError):
+    """$BOOK_DEVICE names no device the book knows."""
 
 
 class NoGPUError(RuntimeError):
@@ -16,10 +26,46 @@ def pick_device(environ=None):
     environ = os.environ if environ is None else environ
     name = environ.get(DEVICE_VARIABLE, "cpu").strip().lower() or "cpu"
     if name not in ("cpu", "cuda"):
-        raise ValueError(f"{DEVICE_VARIABLE}={name!r}: expected 'cpu' or 'cuda'")
+        raise DeviceChoiceError(f"{DEVICE_VARIABLE}={name!r}: expected 'cpu' or 'cuda'")
     if name == "cuda" and not torch.cuda.is_available():
         raise NoGPUError(
             f"{DEVICE_VARIABLE}=cuda but torch sees no GPU (torch.cuda.is_available() is False); "
             "use the 'Python (book, CPU)' kernel on this machine"
         )
     return torch.device(name)
+
+
+def deterministic(environ=None):
+    """Make CUDA compute what the CPU computes, to the rounding of the printed digits.
+
+    * TF32 off: on Ampere and later GPUs a float32 matmul or convolution may otherwise round its
+      inputs to 10 mantissa bits (about 3 decimal digits), far outside assert_close's tolerance.
+    * Deterministic algorithms on, on both devices: an op with no deterministic CUDA kernel raises
+      (on the CPU kernel too where torch knows of one there), instead of changing the last digits
+      from run to run; cuDNN picks no algorithm by benchmarking (benchmark=False).
+    """
+    environ = os.environ if environ is None else environ
+    environ.setdefault(CUBLAS_VARIABLE, CUBLAS_WORKSPACE)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.set_float32_matmul_precision("highest")
+    torch.backends.cudnn.benchmark = False
+    torch.backends.cudnn.deterministic = True
+    torch.use_deterministic_algorithms(True)
+
+
+def _one_line(shell, etype, evalue, tb, tb_offset=None):
+    """IPython handler for the book's setup errors: the message alone, no traceback."""
+    shell._showtraceback(etype, evalue, shell.InteractiveTB.get_exception_only(etype, evalue))
+
+
+def show_setup_errors_in_one_line():
+    """In a Jupyter kernel, show DeviceChoiceError and NoGPUError as one line (the cell still fails,
+    so Run All stops there and no later cell runs on the wrong device). Elsewhere: nothing."""
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - the book always has IPython
+        return
+    shell = get_ipython()
+    if shell is not None:
+        shell.set_custom_exc((DeviceChoiceError, NoGPUError), _one_line)
