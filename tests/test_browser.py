@@ -1,8 +1,9 @@
 """The book in a real browser: JupyterLab from this environment, driven in Debian's headless Chromium.
 
-For each notebook: open it, run all cells, then move its d and n sliders as a reader would (type a
-value into the slider's box, press Enter). Checked: no cell ends in an error, each move replaces the
-figure (new image bytes) and updates the readout, and no move shows an error message. Measured:
+For each notebook: open it, run all cells, then move its explorer's d and n sliders as a reader
+would (type a value into the slider's box, press Enter). Checked: no cell ends in an error, each move
+replaces the figure with the one for the new values (the image's attnbook-for-NAME-VALUE classes),
+and no move shows an error message or a greyed-out picture. Measured:
 slider-to-pixels latency (Enter pressed -> new image loaded in the page), median per notebook,
 printed as `measured:` lines (see them with `pytest -s`) and written to test-artifacts/browser.txt.
 Screenshots of a notebook land in test-artifacts/ when it fails.
@@ -42,16 +43,11 @@ MIN_TRACK_PX = 100
 DRAG_STEPS, DRAG_SECONDS = 20, 2.0
 MOVES = 6  # per slider: 6 moves of d and 6 of n, 12 per notebook
 
-# Per notebook: (label of the d slider, two d values), (label of the n slider, two n values), the
-# readout text expected for (n, d), and a menu choice to make first. The first value of each pair is
-# the notebook's default. Section 4 switches to RoPE, the variant whose picture depends on d.
-SLIDERS = {
-    "1-self-attention": (("d", 16, 32), ("n", 8, 12), "Y (1, {n}, {d})", None),
-    "2-cnn-rnn-self-attention": (("d", 128, 64), ("n", 64, 100), "n = {n}, d = {d}", None),
-    "3-positional-encoding": (("d", 32, 64), ("n", 60, 100), "P is {n} × {d}", None),
-    "4-relative-positional-encoding": (("head width d", 16, 32), ("n", 24, 40), "n = {n}, d = {d}",
-                                       "RoPE: q·k"),
-}
+# Every notebook with an explorer, and a menu choice to make first (an option that starts with this
+# text): section 4 switches to RoPE, the variant whose picture depends on d. The explorer's d and n
+# are found by their keyword names in LiveFigure(..., d=..., n=...), whatever their labels say.
+SECTIONS = sorted(path.stem for path in (ROOT / "chapters").glob("*.md"))
+CHOICES = {"4-relative-positional-encoding": "RoPE"}
 
 NOTEBOOK_STATE = """() => {
     const panel = window.jupyterapp.shell.currentWidget;
@@ -149,10 +145,34 @@ def browser():
         chromium.close()
 
 
-def slider(notebook, label):
-    """The slider widget in the notebook whose description is exactly `label`."""
-    return notebook.locator(".widget-slider").filter(
-        has=notebook.page.locator("label.widget-label", has_text=re.compile(f"^{re.escape(label)}$")))
+def figure_classes(box):
+    return box.locator("img.attnbook-figure").get_attribute("class").split()
+
+
+def named_slider(box, name):
+    """The slider LiveFigure calls `name`: the one labelled so, else the one whose value the figure's
+    `attnbook-for-NAME-VALUE` class shows (it must be the only slider with that value)."""
+    sliders = box.locator(".widget-hslider")
+    widgets = [sliders.nth(i) for i in range(sliders.count())]
+    labelled = [w for w in widgets if w.locator(".widget-label").text_content().strip() == name]
+    if len(labelled) == 1:
+        return labelled[0]
+    shown = [c.removeprefix(f"attnbook-for-{name}-") for c in figure_classes(box)
+             if c.startswith(f"attnbook-for-{name}-")]
+    assert shown, f"the explorer has no control named {name!r}"
+    matching = [w for w in widgets if css_class_value(w.locator(".widget-readout").text_content().strip())
+                in shown]
+    assert len(matching) == 1, f"cannot tell which slider is {name!r} (value {shown})"
+    return matching[0]
+
+
+def other_value(widget):
+    """A value for the slider other than its current one, even when that is even (widths move in 2s)."""
+    value = int(widget.locator(".widget-readout").text_content().strip())
+    handle = widget.locator(".noUi-handle")
+    low, high = (float(handle.get_attribute(f"aria-value{end}")) for end in ("min", "max"))
+    candidates = [2 * value, value // 2 if value % 4 == 0 else None, value + 2, value - 2]
+    return value, next(v for v in candidates if v is not None and low <= v <= high and v != value)
 
 
 def wait_for_text(page, element, text):
@@ -176,10 +196,10 @@ def move(page, widget, value, image):
     return page.evaluate("() => window.__moveEnd - window.__moveStart")
 
 
-@pytest.mark.parametrize("section", list(SLIDERS))
+@pytest.mark.parametrize("section", SECTIONS)
 def test_notebook_runs_and_sliders_redraw(lab, browser, section):
     url, token = lab
-    (d_label, *d_values), (n_label, *n_values), expected, choice = SLIDERS[section]
+    choice = CHOICES.get(section)
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     try:
         # A workspace of its own, reset: only this notebook open, whatever ran before.
@@ -195,15 +215,17 @@ def test_notebook_runs_and_sliders_redraw(lab, browser, section):
         assert state["errors"] == [], state["errors"]
 
         notebook = page.locator(".jp-NotebookPanel:visible")
-        d_slider, n_slider = slider(notebook, d_label), slider(notebook, n_label)
-        assert d_slider.count() == 1 and n_slider.count() == 1, "expected one d and one n slider"
-        box = d_slider.locator("xpath=ancestor::div[contains(@class, 'widget-vbox')][1]")
-        image, readout = box.locator("img.widget-image"), box.locator(".widget-html-content")
+        box = notebook.locator(".widget-vbox").filter(has=page.locator("img.attnbook-figure")).first
+        image, readout = box.locator("img.attnbook-figure"), box.locator(".widget-html-content")
         image.scroll_into_view_if_needed()
         image.evaluate(WATCH_IMAGE)
         if choice:
-            box.locator("select").select_option(label=choice)
-            wait_for_text(page, readout, choice.split(':')[0])
+            option = next(o for o in box.locator("select option").all_text_contents() if o.startswith(choice))
+            box.locator("select").select_option(label=option)
+            wait_for_text(page, readout, choice)
+        d_slider, n_slider = named_slider(box, "d"), named_slider(box, "n")
+        assert d_slider.locator(".noUi-target[disabled]").count() == 0, "d is disabled: choose a menu option"
+        d_values, n_values = other_value(d_slider), other_value(n_slider)
 
         latencies = []
         for step in range(MOVES):
@@ -211,7 +233,11 @@ def test_notebook_runs_and_sliders_redraw(lab, browser, section):
             latencies.append(move(page, d_slider, d, image))
             n = n_values[(step + 1) % 2]
             latencies.append(move(page, n_slider, n, image))
-            wait_for_text(page, readout, expected.format(n=n, d=d))
+            # the picture is the one for these values, drawn (not greyed out), with no message
+            wanted = [f"attnbook-for-d-{d}", f"attnbook-for-n-{n}"]
+            page.wait_for_function("([img, wanted]) => wanted.every((c) => img.classList.contains(c)) "
+                                   "&& !img.classList.contains('attnbook-stale')",
+                                   arg=[image.element_handle(), wanted], timeout=10_000)
             assert "Cannot show this" not in readout.text_content()
         assert page.evaluate(NOTEBOOK_STATE)["errors"] == []
 
@@ -362,7 +388,7 @@ def explorer_name(box, label):
     return candidates[0]
 
 
-@pytest.mark.parametrize("section", list(SLIDERS))
+@pytest.mark.parametrize("section", SECTIONS)
 def test_explorers_fit_a_projector(lab, browser, section):
     """1280 × 720 at 150 % zoom: the layout, the sharpness, and a mouse drag per explorer."""
     url, token = lab
