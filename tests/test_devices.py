@@ -40,7 +40,12 @@ CHAPTERS = sorted((ROOT / "chapters").glob("*.md"))
 
 #: Chapters with known violations today, and what they are (the chapter owners fix them; then the
 #: entry goes). A chapter listed here that passes fails the test (strict xfail), so the list stays true.
-KNOWN = {}
+KNOWN = {
+    "4-relative-positional-encoding":
+        "exercise 1's answer: module 'unclipped' (nn.Embedding) is never moved to the device nor marked "
+        ".cpu() (it stays on the CPU on purpose: an out-of-range index on CUDA is a device-side assert, "
+        "not an IndexError)",
+}
 
 #: Cells that take long and only time or benchmark (their device use is the same as elsewhere).
 SKIP_CELL = re.compile(r"^# NBVAL_IGNORE_OUTPUT", re.M)
@@ -103,7 +108,23 @@ def run_chapter(path):
             frame = frame.f_back
         return None, ""
 
+    package = pathlib.Path(torch.__file__).parent
+    internal = tuple(str(package / part) for part in (
+        "_dynamo", "_higher_order_ops", "_inductor", "_functorch", "_prims", "_refs", "_decomp",
+        "_subclasses", "fx", "nn/attention"))
+    passing_on = (str(package / "overrides.py"), str(package / "utils" / "_device.py"))
+
+    def torch_inside():
+        """True when torch's own machinery (compiler, flex attention, decompositions) made the call:
+        it places its helper tensors itself."""
+        frame = sys._getframe(3)  # torch_inside <- flag <- __torch_function__ <- the caller
+        while frame is not None and frame.f_code.co_filename.startswith(passing_on):
+            frame = frame.f_back
+        return frame is not None and frame.f_code.co_filename.startswith(internal)
+
     def flag(op, what):
+        if torch_inside():
+            return
         line, code = where()
         key = (line, op, what)
         if key not in seen:
@@ -179,6 +200,8 @@ def run_chapter(path):
             else:
                 result = any(tag(x) for x in tensors)
                 check = tensors
+                if name == "flex_attention":  # its block mask is built by torch, for the queries' device
+                    check = [x for x in args[:3] if isinstance(x, torch.Tensor)]
                 if func in (getitem, setitem):  # cpu index tensors into a device tensor are fine
                     indexed = [args[0]] + ([args[2]] if func is setitem and len(args) > 2 else [])
                     check = [x for x in indexed if isinstance(x, torch.Tensor)]
@@ -206,10 +229,13 @@ def run_chapter(path):
         return made
 
     torch.nn.Parameter.__new__ = parameter
+    compile_ = torch.compile  # the compiler does not trace under a TorchFunctionMode: run eagerly
+    torch.compile = lambda model=None, **options: model if model is not None else (lambda fn: fn)
     try:
         return run_cells(path, cells, DeviceTags, violations)
     finally:  # the test process goes on: put back what was patched
         torch.nn.Parameter.__new__ = wrap
+        torch.compile = compile_
         attnbook.setup = real_setup
         torch.use_deterministic_algorithms(deterministic_before)
 
