@@ -74,7 +74,11 @@ def cells_with_lines(path):
 
 
 def run_chapter(path):
-    """Execute the chapter's cells under the device tagger; return a list of violation dicts."""
+    """Execute the chapter's cells under the device tagger; return a list of violation dicts.
+
+    The environment is put back afterwards: the pytest process goes on to start the notebooks'
+    kernels, which inherit it (MPLBACKEND=Agg there would make every plt.show() draw nothing)."""
+    environ_before = dict(os.environ)
     os.environ.setdefault("MPLBACKEND", "Agg")
     os.environ["BOOK_DEVICE"] = "cpu"
     import torch
@@ -238,6 +242,8 @@ def run_chapter(path):
         torch.compile = compile_
         attnbook.setup = real_setup
         torch.use_deterministic_algorithms(deterministic_before)
+        os.environ.clear()
+        os.environ.update(environ_before)
 
 
 def run_cells(path, cells, DeviceTags, violations):
