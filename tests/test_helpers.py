@@ -37,7 +37,7 @@ def test_d2l_figures_become_png():
     attnbook.use_png_figures()  # after importing d2l, as the notebooks do
     d2l.use_svg_display()
     formats = backend_inline.InlineBackend.instance().figure_formats
-    assert set(formats) == {"png"}
+    assert set(formats) == {"retina"}  # PNG at twice the dpi, shown at the figure's size
 
 
 def small_figure():
