@@ -196,22 +196,27 @@ def move(page, widget, value, image):
     return page.evaluate("() => window.__moveEnd - window.__moveStart")
 
 
+def run_all(page, url, token, section, workspace):
+    """Open the notebook in a workspace of its own, reset (only this notebook open, whatever ran
+    before), clear its outputs, Run All, and return the notebook's state once it is done."""
+    page.goto(f"{url}/lab/workspaces/{workspace}/tree/notebooks/{section}.ipynb?reset&token={token}")
+    page.wait_for_function(f"() => {{ const s = window.jupyterapp && ({NOTEBOOK_STATE})(); "
+                           "return s && s.status === 'idle'; }", timeout=120_000)
+    page.evaluate("() => window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
+    page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    page.wait_for_function(f"() => {{ const s = ({NOTEBOOK_STATE})(); "
+                           "return s.errors.length > 0 || (s.pending === 0 && s.status === 'idle'); }",
+                           timeout=300_000)
+    return page.evaluate(NOTEBOOK_STATE)
+
+
 @pytest.mark.parametrize("section", SECTIONS)
 def test_notebook_runs_and_sliders_redraw(lab, browser, section):
     url, token = lab
     choice = CHOICES.get(section)
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     try:
-        # A workspace of its own, reset: only this notebook open, whatever ran before.
-        page.goto(f"{url}/lab/workspaces/{section}/tree/notebooks/{section}.ipynb?reset&token={token}")
-        page.wait_for_function(f"() => {{ const s = window.jupyterapp && ({NOTEBOOK_STATE})(); "
-                               "return s && s.status === 'idle'; }", timeout=120_000)
-        page.evaluate("() => window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
-        page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
-        page.wait_for_function(f"() => {{ const s = ({NOTEBOOK_STATE})(); "
-                               "return s.errors.length > 0 || (s.pending === 0 && s.status === 'idle'); }",
-                               timeout=300_000)
-        state = page.evaluate(NOTEBOOK_STATE)
+        state = run_all(page, url, token, section, workspace=section)
         assert state["errors"] == [], state["errors"]
 
         notebook = page.locator(".jp-NotebookPanel:visible")
@@ -397,15 +402,7 @@ def test_explorers_fit_a_projector(lab, browser, section):
     ARTIFACTS.mkdir(exist_ok=True)
     shot = ARTIFACTS / f"{section}-853x480-dpr1.5"
     try:
-        page.goto(f"{url}/lab/workspaces/{section}-projector/tree/notebooks/{section}.ipynb?reset&token={token}")
-        page.wait_for_function(f"() => {{ const s = window.jupyterapp && ({NOTEBOOK_STATE})(); "
-                               "return s && s.status === 'idle'; }", timeout=120_000)
-        page.evaluate("() => window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
-        page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
-        page.wait_for_function(f"() => {{ const s = ({NOTEBOOK_STATE})(); "
-                               "return s.errors.length > 0 || (s.pending === 0 && s.status === 'idle'); }",
-                               timeout=300_000)
-        assert page.evaluate(NOTEBOOK_STATE)["errors"] == []
+        assert run_all(page, url, token, section, workspace=f"{section}-projector")["errors"] == []
         page.wait_for_function("() => document.querySelectorAll("
                                "'.jp-NotebookPanel:not(.lm-mod-hidden) img.attnbook-figure').length > 0")
         boxes = page.locator(".jp-NotebookPanel:visible .widget-vbox").filter(
