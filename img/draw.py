@@ -18,7 +18,7 @@ INPUT, HIDDEN, OUTPUT, EDGE, PATH = "#dbe9f6", "#f2f2f2", "#fde0c5", "#b8b8b8", 
 def nodes(ax, xs, y, labels, color):
     for x, label in zip(xs, labels, strict=True):
         ax.add_patch(matplotlib.patches.Circle((x, y), 0.3, facecolor=color, edgecolor="#555", zorder=3))
-        ax.text(x, y, label, ha="center", va="center", fontsize=9, zorder=4)
+        ax.text(x, y, label, ha="center", va="center", fontsize=11, zorder=4)
 
 
 def edge(ax, start, end, on_path=False):
@@ -29,17 +29,19 @@ def edge(ax, start, end, on_path=False):
 
 
 def cnn_rnn_self_attention(path, format="svg"):
-    """Three layers over five tokens, numbered from 0 as in the book; red: every edge that carries x_0."""
+    """Three layers over five tokens, numbered from 0 as in the book; red: every edge that carries x_0.
+
+    Hidden values are z_i (convolution) and s_i (RNN state): h is the number of heads in this book."""
     n, xs = 5, range(5)
-    fig = Figure(figsize=(8, 2.7))
+    fig = Figure(figsize=(8, 2.5))
     axes = fig.subplots(1, 3)
-    fig.subplots_adjust(left=0.01, right=0.99, top=0.76, bottom=0.01, wspace=0.06)
+    fig.subplots_adjust(left=0.01, right=0.99, top=0.71, bottom=0.0, wspace=0.06)
     titles = ["convolution, κ = 3, two layers", "RNN", "self-attention"]
-    notes = ["O(κnd²) FLOPs · O(1) sequential\npath O(n/κ) layers",
-             "O(nd²) FLOPs · O(n) sequential\npath O(n) steps",
-             "O(n²d) FLOPs · O(1) sequential\npath O(1): one layer"]
+    notes = ["O(κnd²) FLOPs\nO(1) sequential · path O(n/κ)",
+             "O(nd²) FLOPs\nO(n) sequential · path O(n)",
+             "O(n²d + nd²) FLOPs\nO(1) sequential · path O(1)"]
     for ax, title, note in zip(axes, titles, notes, strict=True):
-        ax.set_title(f"{title}\n{note}", fontsize=9)
+        ax.set_title(f"{title}\n{note}", fontsize=10.5)
         ax.set_xlim(-0.6, n - 0.4)
         ax.set_ylim(-0.6, 2.6)
         ax.set_aspect("equal")
@@ -58,21 +60,21 @@ def cnn_rnn_self_attention(path, format="svg"):
                     if carries_x0:
                         reached[layer + 1].add(j)
     assert reached[2] == {0, 1, 2}  # two layers of kernel width 3 carry x_0 to y_0, y_1, y_2 only
-    nodes(cnn, xs, 1, [f"$h_{i}$" for i in xs], HIDDEN)
+    nodes(cnn, xs, 1, [f"$z_{i}$" for i in xs], HIDDEN)
     nodes(cnn, xs, 2, [f"$y_{i}$" for i in xs], OUTPUT)
 
-    rnn = axes[1]  # x_0 enters h_0 and travels along the chain h_0 -> h_1 -> ... -> h_4
+    rnn = axes[1]  # x_0 enters s_0 and travels along the chain s_0 -> s_1 -> ... -> s_4
     for i in xs:
         edge(rnn, (i, 0), (i, 1), on_path=i == 0)
         if i + 1 < n:
             edge(rnn, (i, 1), (i + 1, 1), on_path=True)
-    nodes(rnn, xs, 1, [f"$h_{i}$" for i in xs], OUTPUT)
+    nodes(rnn, xs, 1, [f"$s_{i}$" for i in xs], OUTPUT)
 
-    attention = axes[2]  # one step from x_0 to every output
-    for i in xs:
+    attention = axes[2]  # one step from x_0 to every output; outputs two rows up, so that the
+    for i in xs:          # long, shallow edges (x_0 to y_4) clear the inputs' circles on their way
         for j in xs:
-            edge(attention, (i, 0), (j, 1), on_path=i == 0)
-    nodes(attention, xs, 1, [f"$y_{i}$" for i in xs], OUTPUT)
+            edge(attention, (i, 0), (j, 2), on_path=i == 0)
+    nodes(attention, xs, 2, [f"$y_{i}$" for i in xs], OUTPUT)
 
     fig.savefig(path, format=format, metadata={"Date": None} if format == "svg" else None)
 
