@@ -1,5 +1,15 @@
 # `make bench` runs this in section 5's kernel, after the notebook: it uses the notebook's `alibi`,
-# `bias_bytes`, `device`, `torch`, `F` and `attnbook`.
+# `bias_bytes`, `device`, `torch`, `F`, `attnbook`, and the extrapolation experiment's `accuracies`
+# and `LENGTHS`.
+
+# The experiment's numbers, which the notebook shows only as a figure and as verdicts (they may
+# differ in the last digits between devices): mean and min-max over the seeds at each test length.
+for name, table in accuracies.items():
+    mean, low, high = table.mean(0).tolist(), table.amin(0).tolist(), table.amax(0).tolist()
+    cells = ', '.join(f'{n}: {m:.2f} [{lo:.2f}-{hi:.2f}]' for n, m, lo, hi in zip(LENGTHS, mean, low, high))
+    attnbook.report(f'extrapolation accuracy at 8 n_train, {name} ({len(table)} seeds)', mean[-1],
+                    detail=f'mean [min-max] by test length: {cells}')
+
 # What an additive bias costs SDPA: the (h, n, n) float mask it reads (ALiBi, 32 heads of width 64),
 # against the same causal attention with no mask (what RoPE needs). Memory counted from the tensor
 # sizes and, on CUDA, the allocator's peak; time as medians in this run.
