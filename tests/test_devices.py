@@ -40,12 +40,7 @@ CHAPTERS = sorted((ROOT / "chapters").glob("*.md"))
 
 #: Chapters with known violations today, and what they are (the chapter owners fix them; then the
 #: entry goes). A chapter listed here that passes fails the test (strict xfail), so the list stays true.
-KNOWN = {
-    "4-relative-positional-encoding":
-        "exercise 1's answer: module 'unclipped' (nn.Embedding) is never moved to the device nor marked "
-        ".cpu() (it stays on the CPU on purpose: an out-of-range index on CUDA is a device-side assert, "
-        "not an IndexError)",
-}
+KNOWN = {}
 
 #: Cells that take long and only time or benchmark (their device use is the same as elsewhere).
 SKIP_CELL = re.compile(r"^# NBVAL_IGNORE_OUTPUT", re.M)
