@@ -31,13 +31,19 @@ def test_cuda_kernel_without_gpu_says_so_in_one_line():
 
 
 def test_d2l_figures_become_png():
+    """After d2l asks for SVG, a figure still displays as PNG drawn at 2x and shown at its size."""
     from d2l import torch as d2l
-    from matplotlib_inline import backend_inline
+    from IPython.core.interactiveshell import InteractiveShell
 
     attnbook.use_png_figures()  # after importing d2l, as the notebooks do
     d2l.use_svg_display()
-    formats = backend_inline.InlineBackend.instance().figure_formats
-    assert set(formats) == {"retina"}  # PNG at twice the dpi, shown at the figure's size
+    fig = Figure(figsize=(3, 2), dpi=100)
+    fig.subplots().plot([0, 1])
+    data, metadata = InteractiveShell.instance().display_formatter.format(fig)
+    assert "image/svg+xml" not in data and "image/png" in data
+    width, height = Image.open(io.BytesIO(base64.b64decode(data["image/png"]))).size
+    shown = metadata["image/png"]  # the size it is shown at, in CSS pixels
+    assert (width // 2, height // 2) == (shown["width"], shown["height"])
 
 
 def small_figure():
