@@ -37,6 +37,12 @@ LABEL_PX_PER_CHAR = 8  # generous for JupyterLab's 13 px UI font: a label is nev
 SLIDERS = (widgets.IntSlider, widgets.FloatSlider, widgets.FloatLogSlider, widgets.IntRangeSlider,
            widgets.FloatRangeSlider, widgets.SelectionSlider, widgets.SelectionRangeSlider)
 STALE_CLASS = "attnbook-stale"  # on the image while it shows an outdated picture
+#: How a live picture travels to the browser: JPEG at quality 95 without chroma subsampling. At twice
+#: the CSS size a figure is about a million pixels, and libjpeg-turbo encodes it in a few ms where
+#: lossless WebP (the fastest lossless encoder PIL has, method 0) takes about 20 ms and PNG more;
+#: at this quality and density the difference from lossless is not visible. The stored picture
+#: (GitHub, nbval, print) stays a lossless PNG.
+LIVE_FORMAT = dict(format="jpeg", quality=95, subsampling=0)
 MAX_ERROR_CHARS = 200
 
 
@@ -69,7 +75,7 @@ class LiveFigure:
         self.shown, self.error = None, None
         # flex-start: not stretched to the output's width; max-width: shrinks to fit a narrow one
         # (no side margins, which would push it out by their width)
-        self.image = widgets.Image(format="webp", layout=widgets.Layout(
+        self.image = widgets.Image(format=LIVE_FORMAT["format"], layout=widgets.Layout(
             align_self="flex-start", width=f"{self.css_size[0]}px", max_width="100%", height="auto",
             margin="2px 0px"))
         self.readout = widgets.HTML()
@@ -92,7 +98,7 @@ class LiveFigure:
             self.error, self.shown = one_line(error), None
             message = html.escape(self.error)
             self.readout.value = f"<span style='color:#b00'>Cannot show this: {message}</span>"
-            self._show(self._encode(format="webp", lossless=True, method=0, quality=0), values, stale=True)
+            self._show(self._encode(**LIVE_FORMAT), values, stale=True)
             return False
         self._show(self.render(), values, stale=False)
         self.readout.value = readout or ""
@@ -126,9 +132,7 @@ class LiveFigure:
             if not isinstance(artist, Axis):
                 fig.draw_artist(artist)
         self.error = None  # the canvas now holds a current picture (refresh records its values)
-        # lossless and cheap to encode (about 2/3 of PNG's time at its fastest setting); the bytes
-        # only travel to the browser: GitHub and nbval get a PNG from _repr_mimebundle_
-        return self._encode(format="webp", lossless=True, method=0, quality=0)
+        return self._encode(**LIVE_FORMAT)  # see LIVE_FORMAT: quick to encode; the stored PNG is lossless
 
     def _encode(self, **options):
         """The picture as it was last drawn, encoded with PIL (the same pixels give the same bytes).

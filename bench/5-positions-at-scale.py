@@ -6,7 +6,8 @@
 # differ in the last digits between devices): mean and min-max over the seeds at each test length.
 for name, table in accuracies.items():
     mean, low, high = table.mean(0).tolist(), table.amin(0).tolist(), table.amax(0).tolist()
-    cells = ', '.join(f'{n}: {m:.2f} [{lo:.2f}-{hi:.2f}]' for n, m, lo, hi in zip(LENGTHS, mean, low, high))
+    cells = ', '.join(f'{n}: {m:.2f} [{lo:.2f}-{hi:.2f}]'
+                      for n, m, lo, hi in zip(LENGTHS, mean, low, high, strict=True))
     attnbook.report(f'extrapolation accuracy at 8 n_train, {name} ({len(table)} seeds)', mean[-1],
                     detail=f'mean [min-max] by test length: {cells}')
 

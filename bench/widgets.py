@@ -11,7 +11,7 @@ device pixel ratio of 2; LiveFigure at 1 too, as before this change): 8 × 3.4 i
 lines over n positions on the left, an n × 512 heatmap with a colour bar on the right, and a title
 that says n. A move sets n (the lines' x axis and the heatmap's y axis follow it) and the time is
 taken from the new value to the encoded bytes the kernel sends:
-- LiveFigure: draw(...) updates the artists, render() blits its cached layers and encodes WebP;
+- LiveFigure: draw(...) updates the artists, render() blits its cached layers and encodes JPEG;
 - ipympl: the same update, then what ipympl does on the 'draw' the page asks for after draw_idle():
   canvas.draw(), a full draw (ipympl keeps no background), then get_diff_image() (a PNG of the
   pixels that changed) handed to send_binary. The round trip draw_idle() -> page -> 'draw' is
@@ -113,7 +113,7 @@ def main():
     for scale in (2, 1):  # the book's, and the bitmap at the figure's own size (before 2x) for scale
         times, size, full, axes = time_livefigure(args.moves, scale)
         print(f"measured: LiveFigure at {scale}x value-to-bytes per move = {statistics.median(times):.1f} ms "
-              f"median (max {max(times):.1f}); {args.moves} moves, {size / 1024:.0f} KiB WebP, background "
+              f"median (max {max(times):.1f}); {args.moves} moves, {size / 1024:.0f} KiB JPEG, background "
               f"redrawn {full}x, moving axes {axes}x")
     attnbook.widgets.SCALE = 2
     try:
