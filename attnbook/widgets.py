@@ -29,6 +29,7 @@ import re
 import ipywidgets as widgets
 from matplotlib.axis import Axis
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.transforms import Bbox
 from PIL import Image, ImageOps
 
 SCALE = 2  # bitmap pixels per CSS pixel
@@ -70,8 +71,10 @@ class LiveFigure:
         for ax in fig.axes:  # frames go over the data, as in a plain draw (cheap: four lines each)
             for spine in ax.spines.values():
                 spine.set_animated(True)
-        self._static_key, self._static, self._axes_key, self._axes_layer = None, None, None, None
+        self._static_key, self._static, self._axes_keys, self._axes_layer = None, None, {}, None
+        self._boxes = {}  # Axes -> the box its moving axes were last drawn in
         self.full_redraws, self.axis_redraws = 0, 0  # how often each cached layer was redrawn
+        self.partial_axis_redraws = 0  # of the axis redraws, those that redrew only the groups that changed
         self.shown, self.error = None, None
         # flex-start: not stretched to the output's width; max-width: shrinks to fit a narrow one
         # (no side margins, which would push it out by their width)
@@ -126,7 +129,7 @@ class LiveFigure:
         if static_key != self._static_key:
             canvas.draw()  # skips animated artists: this is the background
             self._static_key, self._static = static_key, canvas.copy_from_bbox(fig.bbox)
-            self._axes_layer, self.full_redraws = None, self.full_redraws + 1
+            self._axes_layer, self._boxes, self.full_redraws = None, {}, self.full_redraws + 1
         self._draw_moving_axes([a for a in animated if isinstance(a, Axis)])
         for artist in animated:
             if not isinstance(artist, Axis):
@@ -153,18 +156,54 @@ class LiveFigure:
     def _draw_moving_axes(self, axes):
         """The middle layer: the background and the axes that follow a slider, kept until one changes.
 
-        All of them are redrawn when one changed: that costs about what finding the box of the one
-        that changed would cost, and cannot leave stale pixels where two boxes touch.
+        Moving axes are grouped by the Axes they belong to (a plot, a colour bar). When the axes of
+        some groups changed and each such group's box (where its axes draw, before and after) meets
+        no other group's box, only those boxes are redrawn over the background (a colour bar whose
+        scale follows the data, while the plot's ticks stay); otherwise all of them are, which
+        cannot leave stale pixels where two boxes touch.
         """
-        keys = tuple(map(_axis_key, axes))
-        if keys != self._axes_key or self._axes_layer is None:
+        keys = {axis: _axis_key(axis) for axis in axes}
+        groups = {}
+        for axis in axes:
+            groups.setdefault(axis.axes, []).append(axis)
+        changed = [ax for ax, members in groups.items()
+                   if any(keys[axis] != self._axes_keys.get(axis) for axis in members)]
+        if self._axes_layer is not None and not changed:
+            self.canvas.restore_region(self._axes_layer)
+            return
+        renderer = self.canvas.get_renderer()
+        boxes = None
+        known = self._axes_layer is not None and set(groups) == set(self._boxes)
+        if known and len(changed) < len(groups):
+            new = {ax: _group_box(ax, groups[ax], renderer) for ax in changed}
+            boxes = {**self._boxes, **{ax: Bbox.union([self._boxes[ax], new[ax]]) for ax in changed}}
+            if any(boxes[ax].overlaps(box) for ax in changed
+                   for other, box in boxes.items() if other is not ax):
+                boxes = None  # two groups meet: redraw them all
+        if boxes is None:
+            every_group_changed = len(changed) == len(groups)
+            changed = list(groups)
             self.canvas.restore_region(self._static)
-            for axis in axes:
-                self.fig.draw_artist(axis)
-            self._axes_key, self._axes_layer = keys, self.canvas.copy_from_bbox(self.fig.bbox)
-            self.axis_redraws += 1
         else:
             self.canvas.restore_region(self._axes_layer)
+            width, height = self.canvas.get_width_height(physical=True)
+            for ax in changed:  # the background under the old and the new picture of this group
+                x0, y0, x1, y1 = boxes[ax].extents
+                box = (max(int(x0), 0), max(int(height - y1), 0),  # Agg counts rows from the top
+                       min(int(x1) + 1, width), min(int(height - y0) + 1, height))
+                # xy: where the saved region's own corner goes (the whole figure: its origin)
+                self.canvas.restore_region(self._static, bbox=box, xy=self._static.get_extents()[:2])
+        for ax in changed:
+            for axis in groups[ax]:
+                self.fig.draw_artist(axis)
+        if boxes is None:  # where each group now draws; not worth finding while every move changes all
+            self._boxes = {} if every_group_changed else {
+                ax: _group_box(ax, groups[ax], renderer) for ax in groups}
+        else:
+            self._boxes.update(new)
+        self._axes_keys, self._axes_layer = keys, self.canvas.copy_from_bbox(self.fig.bbox)
+        self.axis_redraws += 1
+        self.partial_axis_redraws += boxes is not None
 
     def set(self, **values):
         """Move several controls at once (one redraw), as a reader moving sliders would.
@@ -192,6 +231,13 @@ class LiveFigure:
         bundle["image/png"] = base64.b64encode(self._encode(format="png")).decode("ascii")
         width, height = self.css_size
         return bundle, {"image/png": {"width": width, "height": height}}
+
+
+def _group_box(ax, axes, renderer):
+    """Where an Axes' moving axes draw: the frame of the Axes, their tick labels and labels, and
+    what lies between (the tick marks), a few pixels wider (display pixels)."""
+    boxes = [ax.bbox] + [axis.get_tightbbox(renderer) for axis in axes]
+    return Bbox.union([box for box in boxes if box is not None]).padded(3 * ax.figure.dpi / 72)
 
 
 def _axis_key(axis):

@@ -161,6 +161,35 @@ def two_panels():
     return fig, draw
 
 
+def heatmap_with_colour_bar():
+    """A heatmap whose rows follow n and whose colour scale follows its largest value."""
+    fig = Figure(figsize=(4, 2.5), dpi=50)
+    ax = fig.subplots()
+    image = ax.imshow(np.zeros((1, 4)), aspect="auto", animated=True)
+    colour_bar = fig.colorbar(image, ax=ax, label="value")
+    for axis in (ax.yaxis, colour_bar.ax.yaxis):
+        axis.set_animated(True)
+
+    def draw(n, top):
+        image.set_data(np.linspace(0, top, 4 * n).reshape(n, 4))
+        image.set_extent((-0.5, 3.5, n - 0.5, -0.5))
+        image.set_clim(0, top)
+
+    return fig, draw
+
+
+def test_live_figure_redraws_only_the_colour_bar_when_only_it_changed():
+    fig, draw = heatmap_with_colour_bar()
+    live = attnbook.LiveFigure(fig, draw, n=widgets.IntSlider(3, max=500), top=widgets.IntSlider(5, max=5000))
+    for n, top in [(3, 7), (3, 900), (40, 900), (40, 3), (2, 4000)]:
+        assert live.set(n=n, top=top)
+        fresh = attnbook.LiveFigure(*heatmap_with_colour_bar(), n=widgets.IntSlider(n, max=500),
+                                    top=widgets.IntSlider(top, max=5000))
+        # pixel for pixel what drawing everything from scratch gives: no stale tick labels left
+        assert bytes(live.canvas.buffer_rgba()) == bytes(fresh.canvas.buffer_rgba()), (n, top)
+    assert live.partial_axis_redraws >= 3  # the colour bar alone (and the rows alone) were redrawn
+
+
 def test_live_figure_redraws_moving_axes_only_when_a_range_changed():
     fig, draw = two_panels()
     live = attnbook.LiveFigure(fig, draw, n=widgets.IntSlider(10, max=5000),
