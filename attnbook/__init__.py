@@ -1,4 +1,4 @@
-"""Small helpers the book's notebooks share: device choice, figures, live widgets, timing.
+"""Small helpers the book's notebooks share: device choice, figures, live widgets, timing, memory.
 
 The teaching code lives in the notebook cells; this package only holds the plumbing.
 """
@@ -16,11 +16,12 @@ from attnbook.device import (  # noqa: E402
     show_setup_errors_in_one_line,
 )
 from attnbook.figures import png_bytes, use_png_figures  # noqa: E402
+from attnbook.memory import NewStorage  # noqa: E402
 from attnbook.timing import mean_ms, median_ms, report  # noqa: E402
 from attnbook.widgets import LiveFigure  # noqa: E402
 
-__all__ = ["DeviceChoiceError", "LiveFigure", "NoGPUError", "deterministic", "mean_ms", "median_ms",
-           "pick_device", "png_bytes", "report", "setup", "use_png_figures"]
+__all__ = ["DeviceChoiceError", "LiveFigure", "NewStorage", "NoGPUError", "deterministic", "mean_ms",
+           "median_ms", "pick_device", "png_bytes", "report", "setup", "use_png_figures"]
 
 
 def setup():

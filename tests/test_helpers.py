@@ -238,3 +238,15 @@ def test_median_ms_and_report(capsys):
     assert len(calls) == 2 + 4  # two warm-up calls, then the timed ones
     attnbook.report("a / b", 0.25, target=0.4, detail="1 ms vs 4 ms")
     assert capsys.readouterr().out == "measured: a / b = 0.25 (target ≤ 0.4: met); 1 ms vs 4 ms\n"
+
+
+def test_new_storage_counts_what_operations_allocate_not_views():
+    x = torch.zeros(4, 8)
+    with attnbook.NewStorage() as memory:
+        x.t()  # a view: no new storage
+        x.add_(1)  # in place: none either
+        y = x @ x.t()  # (4, 4) float32: 64 bytes
+        torch.cat([x, x])  # (8, 8) float32: 256 bytes, the largest
+        y.reshape(16)  # a view again
+    assert memory.bytes == 64 + 256
+    assert (memory.largest_bytes, memory.largest_shape) == (256, (8, 8))
