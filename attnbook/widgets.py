@@ -12,7 +12,8 @@ Redrawing is blitted in three layers, because text is most of matplotlib's drawi
 1. the background (frames, labels, legends, colorbars, titles that never change) is drawn once, and
    again only when the size or the range of an axis that is not animated changes;
 2. axes whose range follows a slider (mark them: `ax.xaxis.set_animated(True)`) are drawn over a
-   copy of the background when the range or ticks of one of them changed, and that picture is kept;
+   copy of the background when the range or ticks of one of them changed (only those of the Axes
+   whose did, where that is safe), and that picture is kept;
 3. the other artists marked `animated=True` (the data) are drawn over it on every move.
 So whatever `draw` changes must be marked animated (a title whose text changes too), or sit on an
 axis whose range changes with it: anything else keeps the picture it had when first drawn.
@@ -172,16 +173,14 @@ class LiveFigure:
             self.canvas.restore_region(self._axes_layer)
             return
         renderer = self.canvas.get_renderer()
-        boxes = None
-        known = self._axes_layer is not None and set(groups) == set(self._boxes)
-        if known and len(changed) < len(groups):
+        every_group_changed, boxes = len(changed) == len(groups), None
+        if not every_group_changed and self._axes_layer is not None and set(groups) == set(self._boxes):
             new = {ax: _group_box(ax, groups[ax], renderer) for ax in changed}
             boxes = {**self._boxes, **{ax: Bbox.union([self._boxes[ax], new[ax]]) for ax in changed}}
             if any(boxes[ax].overlaps(box) for ax in changed
                    for other, box in boxes.items() if other is not ax):
                 boxes = None  # two groups meet: redraw them all
         if boxes is None:
-            every_group_changed = len(changed) == len(groups)
             changed = list(groups)
             self.canvas.restore_region(self._static)
         else:
