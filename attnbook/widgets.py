@@ -12,11 +12,16 @@ Redrawing is blitted in three layers, because text is most of matplotlib's drawi
 1. the background (frames, labels, legends, colorbars, titles that never change) is drawn once, and
    again only when the size or the range of an axis that is not animated changes;
 2. axes whose range follows a slider (mark them: `ax.xaxis.set_animated(True)`) are drawn over a
-   copy of the background when the range or ticks of one of them changed (only those of the Axes
-   whose did, where that is safe), and that picture is kept;
-3. the other artists marked `animated=True` (the data) are drawn over it on every move.
+   copy of the background when the range or ticks of one of them changed (only those that did,
+   where they meet no other), and that picture is kept;
+3. the other artists marked `animated=True` (the data) are drawn over it where one of them changed:
+   matplotlib marks an artist stale when one of its setters changes it, and an artist whose Axes'
+   axes moved changed too; what the changed artists cover, before and after, is redrawn with every
+   artist there, and the rest of the last picture stays (a legend that follows one slider is not
+   redrawn when another slider moves only the heatmap beside it).
 So whatever `draw` changes must be marked animated (a title whose text changes too), or sit on an
-axis whose range changes with it: anything else keeps the picture it had when first drawn.
+axis whose range changes with it, and must change through its setters (`set_data`, `set_text`, not
+by writing into an array it holds): anything else keeps the picture it had when first drawn.
 
 Never out of step: when `draw` raises ValueError the readout shows its one-line message and the
 last picture is shown greyed out (`live.shown` is None, `live.error` the message) until a valid
@@ -30,6 +35,9 @@ import re
 import ipywidgets as widgets
 from matplotlib.axis import Axis
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.lines import Line2D
+from matplotlib.spines import Spine
+from matplotlib.text import Text
 from matplotlib.transforms import Bbox
 from PIL import Image, ImageOps
 
@@ -73,9 +81,11 @@ class LiveFigure:
             for spine in ax.spines.values():
                 spine.set_animated(True)
         self._static_key, self._static, self._axes_keys, self._axes_layer = None, None, {}, None
-        self._boxes = {}  # Axes -> the box its moving axes were last drawn in
+        self._boxes = {}  # moving axis -> the box it was last drawn in
         self.full_redraws, self.axis_redraws = 0, 0  # how often each cached layer was redrawn
         self.partial_axis_redraws = 0  # of the axis redraws, those that redrew only the groups that changed
+        self.data_redraws, self.artists_redrawn = 0, 0  # top-layer draws, and the artists they drew
+        self._frame, self._regions = None, {}  # the last picture, and where each animated artist paints
         self.shown, self.error = None, None
         # flex-start: not stretched to the output's width; max-width: shrinks to fit a narrow one
         # (no side margins, which would push it out by their width)
@@ -122,7 +132,7 @@ class LiveFigure:
             self.image._dom_classes = ("attnbook-figure", *classes, *([STALE_CLASS] if stale else []))
 
     def render(self):
-        """Draw the figure as image bytes, redrawing each cached layer only when what it shows changed."""
+        """Draw the figure as image bytes, redrawing each cached layer only where what it shows changed."""
         fig, canvas = self.fig, self.canvas
         animated = fig.findobj(lambda a: a.get_animated() and a.get_visible())
         still = [axis for ax in fig.axes for axis in (ax.xaxis, ax.yaxis) if not axis.get_animated()]
@@ -131,12 +141,68 @@ class LiveFigure:
             canvas.draw()  # skips animated artists: this is the background
             self._static_key, self._static = static_key, canvas.copy_from_bbox(fig.bbox)
             self._axes_layer, self._boxes, self.full_redraws = None, {}, self.full_redraws + 1
-        self._draw_moving_axes([a for a in animated if isinstance(a, Axis)])
-        for artist in animated:
-            if not isinstance(artist, Axis):
-                fig.draw_artist(artist)
+            self._frame = None
+        moved = self._draw_moving_axes([a for a in animated if isinstance(a, Axis)])
+        self._draw_data([a for a in animated if not isinstance(a, Axis)], moved)
         self.error = None  # the canvas now holds a current picture (refresh records its values)
         return self._encode(**LIVE_FORMAT)  # see LIVE_FORMAT: quick to encode; the stored PNG is lossless
+
+    def redraw_all(self):
+        """Draw every layer from scratch (what a cached picture is checked against); the image bytes."""
+        self._static_key = None
+        return self.render()
+
+    def _draw_data(self, artists, moved):
+        """The top layer: the animated artists, redrawn only where one of them changed.
+
+        An artist changed when matplotlib marks it stale (its setters do), when it is new or gone,
+        or when the axes of its Axes moved. Each artist paints within its region (its clip box, or
+        its extent when it is not clipped); the changed ones' regions, old and new, and every other
+        artist whose region meets them, are redrawn over the middle layer; the rest of the picture
+        is the last one. `moved` is what `_draw_moving_axes` returned.
+        """
+        canvas, renderer = self.canvas, self.canvas.get_renderer()
+        if moved is None or self._frame is None:  # everything under the data changed: draw it all
+            if moved is not None:
+                canvas.restore_region(self._axes_layer)
+            dirty, regions = set(artists), None
+        else:
+            moved_axes, boxes = moved
+            old, present = self._regions, set(artists)
+            dirty = {a for a in artists if a not in old or a.stale or a.axes in moved_axes}
+            regions = {**old, **{a: _region(a, renderer) for a in dirty}}
+            boxes = boxes + [old[a] for a in old if a in dirty or a not in present]
+            boxes += [regions[a] for a in dirty]
+            growing = True  # an unchanged artist under a redrawn box is redrawn too
+            while growing:
+                growing = False
+                for artist in artists:
+                    if artist not in dirty and any(old[artist].overlaps(box) for box in boxes):
+                        dirty.add(artist)
+                        boxes.append(old[artist])
+                        growing = True
+            canvas.restore_region(self._frame)
+            for box in boxes:
+                self._restore(self._axes_layer, box)
+        for artist in artists:
+            if artist in dirty:
+                self.fig.draw_artist(artist)
+        if regions is None:
+            regions = {a: _region(a, renderer) for a in artists}
+        self._regions = {a: regions[a] for a in artists}
+        self._frame = canvas.copy_from_bbox(self.fig.bbox)
+        self.data_redraws += 1
+        self.artists_redrawn += len(dirty)
+
+    def _restore(self, region, box):
+        """Copy a saved picture of the whole figure back into the canvas, within a display box."""
+        width, height = self.canvas.get_width_height(physical=True)
+        x0, y0, x1, y1 = box.extents
+        box = (max(int(x0), 0), max(int(height - y1), 0),  # Agg counts rows from the top
+               min(int(x1) + 1, width), min(int(height - y0) + 1, height))
+        if box[0] < box[2] and box[1] < box[3]:
+            # xy: where the saved region's own corner goes (the whole figure: its origin)
+            self.canvas.restore_region(region, bbox=box, xy=region.get_extents()[:2])
 
     def _encode(self, **options):
         """The picture as it was last drawn, encoded with PIL (the same pixels give the same bytes).
@@ -146,8 +212,11 @@ class LiveFigure:
         canvas, buffer = self.canvas, io.BytesIO()
         if self._static is None:  # nothing drawn yet (the first values were invalid): the background
             canvas.draw()
-        rgb = Image.frombuffer("RGBA", canvas.get_width_height(physical=True), canvas.buffer_rgba())
-        rgb = rgb.convert("RGB")
+        # Agg's RGBA read as RGBX, no copy: the JPEG encoder takes it as it is (the alpha is opaque)
+        rgb = Image.frombuffer("RGBX", canvas.get_width_height(physical=True), canvas.buffer_rgba(),
+                               "raw", "RGBX", 0, 1)
+        if self.error is not None or options["format"] != "jpeg":
+            rgb = rgb.convert("RGB")
         if self.error is not None:
             grey = ImageOps.grayscale(rgb).convert("RGB")
             rgb = Image.blend(grey, Image.new("RGB", rgb.size, "white"), 0.6)
@@ -157,52 +226,45 @@ class LiveFigure:
     def _draw_moving_axes(self, axes):
         """The middle layer: the background and the axes that follow a slider, kept until one changes.
 
-        Moving axes are grouped by the Axes they belong to (a plot, a colour bar). When the axes of
-        some groups changed and each such group's box (where its axes draw, before and after) meets
-        no other group's box, only those boxes are redrawn over the background (a colour bar whose
-        scale follows the data, while the plot's ticks stay); otherwise all of them are, which
-        cannot leave stale pixels where two boxes touch.
+        When some axes changed and none of them, where it drew before and where it draws now, meets
+        an axis that did not change, only those are redrawn over the background (a colour bar whose
+        scale follows the data while the plot's ticks stay; a plot's rows while its columns stay);
+        otherwise all of them are, which cannot leave stale pixels where two of them touch.
+
+        Returns None when the whole layer was redrawn, else (the Axes whose axes changed, the boxes
+        of the layer that changed): nothing when no axis changed. The canvas then holds something
+        else: `_draw_data` starts from a saved picture.
         """
         keys = {axis: _axis_key(axis) for axis in axes}
-        groups = {}
-        for axis in axes:
-            groups.setdefault(axis.axes, []).append(axis)
-        changed = [ax for ax, members in groups.items()
-                   if any(keys[axis] != self._axes_keys.get(axis) for axis in members)]
+        changed = [axis for axis in axes if keys[axis] != self._axes_keys.get(axis)]
         if self._axes_layer is not None and not changed:
+            return set(), []
+        renderer, boxes = self.canvas.get_renderer(), None
+        if self._axes_layer is not None and len(changed) < len(axes) and set(axes) == set(self._boxes):
             self.canvas.restore_region(self._axes_layer)
-            return
-        renderer = self.canvas.get_renderer()
-        every_group_changed, boxes = len(changed) == len(groups), None
-        if not every_group_changed and self._axes_layer is not None and set(groups) == set(self._boxes):
-            new = {ax: _group_box(ax, groups[ax], renderer) for ax in changed}
-            boxes = {**self._boxes, **{ax: Bbox.union([self._boxes[ax], new[ax]]) for ax in changed}}
-            if any(boxes[ax].overlaps(box) for ax in changed
-                   for other, box in boxes.items() if other is not ax):
-                boxes = None  # two groups meet: redraw them all
-        if boxes is None:
-            changed = list(groups)
-            self.canvas.restore_region(self._static)
-        else:
-            self.canvas.restore_region(self._axes_layer)
-            width, height = self.canvas.get_width_height(physical=True)
-            for ax in changed:  # the background under the old and the new picture of this group
-                x0, y0, x1, y1 = boxes[ax].extents
-                box = (max(int(x0), 0), max(int(height - y1), 0),  # Agg counts rows from the top
-                       min(int(x1) + 1, width), min(int(height - y0) + 1, height))
-                # xy: where the saved region's own corner goes (the whole figure: its origin)
-                self.canvas.restore_region(self._static, bbox=box, xy=self._static.get_extents()[:2])
-        for ax in changed:
-            for axis in groups[ax]:
+            for axis in changed:  # the background under where it drew
+                self._restore(self._static, self._boxes[axis])
+            for axis in changed:
                 self.fig.draw_artist(axis)
-        if boxes is None:  # where each group now draws; not worth finding while every move changes all
-            self._boxes = {} if every_group_changed else {
-                ax: _group_box(ax, groups[ax], renderer) for ax in groups}
-        else:
-            self._boxes.update(new)
+            new = {axis: _axis_box(axis, renderer) for axis in changed}
+            boxes = {axis: Bbox.union([self._boxes[axis], new[axis]]) for axis in changed}
+            # where it drew before and draws now: the background only (the axes' boxes did not meet)
+            if any(boxes[axis].overlaps(self._boxes[other]) for axis in changed
+                   for other in axes if other not in boxes):
+                boxes = None  # it meets an axis it did not redraw: redraw them all
+            else:
+                self._boxes.update(new)
+        if boxes is None:
+            self.canvas.restore_region(self._static)
+            for axis in axes:
+                self.fig.draw_artist(axis)
+            # where each axis now draws; not worth finding while every move changes them all
+            self._boxes = {} if len(changed) == len(axes) else {
+                axis: _axis_box(axis, renderer) for axis in axes}
         self._axes_keys, self._axes_layer = keys, self.canvas.copy_from_bbox(self.fig.bbox)
         self.axis_redraws += 1
         self.partial_axis_redraws += boxes is not None
+        return None if boxes is None else ({axis.axes for axis in changed}, list(boxes.values()))
 
     def set(self, **values):
         """Move several controls at once (one redraw), as a reader moving sliders would.
@@ -232,11 +294,43 @@ class LiveFigure:
         return bundle, {"image/png": {"width": width, "height": height}}
 
 
-def _group_box(ax, axes, renderer):
-    """Where an Axes' moving axes draw: the frame of the Axes, their tick labels and labels, and
-    what lies between (the tick marks), a few pixels wider (display pixels)."""
-    boxes = [ax.bbox] + [axis.get_tightbbox(renderer) for axis in axes]
-    return Bbox.union([box for box in boxes if box is not None]).padded(3 * ax.figure.dpi / 72)
+def _axis_box(axis, renderer):
+    """Where an axis drew (display pixels; ask after drawing it): the tick marks, grid lines and
+    tick labels of the ticks in its range, its label and its offset text, a pixel wider."""
+    parts = [axis.label, axis.offsetText]
+    low, high = sorted(axis.get_view_interval())
+    slack = 1e-6 * (high - low)  # a tick on the edge is drawn: keep it (a larger box is safe)
+    for locs, ticks in ((axis.get_majorticklocs(), axis.majorTicks),
+                        (axis.get_minorticklocs(), axis.minorTicks)):
+        for loc, tick in zip(locs, ticks, strict=False):  # ticks beyond the locations are unused
+            if low - slack <= loc <= high + slack:
+                parts += [tick.tick1line, tick.tick2line, tick.gridline, tick.label1, tick.label2]
+    boxes = []
+    for part in parts:
+        if not part.get_visible() or isinstance(part, Text) and not part.get_text():
+            continue
+        box = part.get_window_extent(renderer)
+        if isinstance(part, Line2D):  # a tick mark is a marker as long as its size, from the tick
+            box = box.padded((part.get_markersize() / 2 + part.get_markeredgewidth()
+                              + part.get_linewidth()) * axis.figure.dpi / 72)
+        boxes.append(box)
+    return Bbox.union(boxes).padded(1) if boxes else Bbox.null()
+
+
+def _region(artist, renderer):
+    """Where an animated artist may paint, in display pixels: its clip box when it has one (Agg
+    clips to whole pixels), else its extent, wider by its line width (a text: anti-aliasing)."""
+    if artist.get_clip_on() and artist.get_clip_box() is not None:
+        return Bbox(artist.get_clip_box().get_points()).padded(1)
+    if (isinstance(artist, Spine) and artist.spine_type in ("left", "right", "bottom", "top")
+            and artist.get_position() == ("outward", 0.0)):
+        # a side of the frame lies on the Axes' edge (its path follows the axes' range only once
+        # drawn; its own extent also measures the ticks: slow, and not needed)
+        box = artist.axes.bbox
+    else:
+        box = artist.get_window_extent(renderer)
+    width = artist.get_linewidth() if hasattr(artist, "get_linewidth") else 0.5
+    return Bbox(box.get_points()).padded(1 + width * artist.figure.dpi / 72)
 
 
 def _axis_key(axis):

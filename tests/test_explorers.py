@@ -102,8 +102,7 @@ def check(live):
         # label or line left (a colour bar's gradient, drawn once, may differ in its anti-aliasing
         # by a few levels when its scale changed: invisible, and allowed)
         blitted = np.asarray(live.canvas.buffer_rgba(), dtype=np.int16).copy()
-        live._static_key = None
-        live.render()
+        live.redraw_all()
         difference = np.abs(np.asarray(live.canvas.buffer_rgba(), dtype=np.int16) - blitted).max(axis=-1)
         assert (difference > 16).sum() == 0, f"the cached layers left {(difference > 16).sum()} stale pixels"
     else:

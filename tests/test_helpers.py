@@ -205,6 +205,38 @@ def test_live_figure_redraws_moving_axes_only_when_a_range_changed():
     assert live.full_redraws == 1  # the x axes were marked animated: the background never changed
 
 
+def line_and_label():
+    """A line whose height follows n beside a label that names m: each slider moves one panel."""
+    fig = Figure(figsize=(4, 2), dpi=50)
+    ax_line, ax_label = fig.subplots(1, 2)
+    line = ax_line.plot([], [], animated=True)[0]
+    ax_line.set(xlim=(0, 10), ylim=(0, 10))
+    label = ax_label.text(0.5, 0.5, "", ha="center", animated=True)
+
+    def draw(n, m):
+        if list(line.get_ydata()) != [0, n]:  # set_data marks a line stale even with the same data
+            line.set_data([0, 10], [0, n])
+        label.set_text(f"m = {m}")  # the same text again does not mark it stale
+
+    return fig, draw
+
+
+def test_live_figure_redraws_only_the_artists_that_changed():
+    fig, draw = line_and_label()
+    live = attnbook.LiveFigure(fig, draw, n=widgets.IntSlider(3), m=widgets.IntSlider(5))
+    line, label = fig.axes[0].get_lines()[0], fig.axes[1].texts[0]
+    drawn, draw_artist = [], fig.draw_artist
+    fig.draw_artist = lambda artist: (drawn.append(artist), draw_artist(artist))
+    for n, m, moved, kept in [(7, 5, line, label), (7, 9, label, line), (2, 1, None, None)]:
+        drawn.clear()
+        assert live.set(n=n, m=m)
+        assert moved is None or moved in drawn and kept not in drawn, (n, m, drawn)
+        fresh = attnbook.LiveFigure(*line_and_label(), n=widgets.IntSlider(n), m=widgets.IntSlider(m))
+        # pixel for pixel what drawing everything from scratch gives: the kept panel is still right
+        assert bytes(live.canvas.buffer_rgba()) == bytes(fresh.canvas.buffer_rgba()), (n, m)
+    assert live.full_redraws == 1
+
+
 def test_live_figure_output_carries_a_static_png():
     fig, draw = small_figure()
     live = attnbook.LiveFigure(fig, draw, n=widgets.IntSlider(3))
