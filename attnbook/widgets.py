@@ -15,13 +15,14 @@ Redrawing is blitted in three layers, because text is most of matplotlib's drawi
    copy of the background when the range or ticks of one of them changed (only those that did,
    where they meet no other), and that picture is kept;
 3. the other artists marked `animated=True` (the data) are drawn over it where one of them changed:
-   matplotlib marks an artist stale when one of its setters changes it, and an artist whose Axes'
-   axes moved changed too; what the changed artists cover, before and after, is redrawn with every
-   artist there, and the rest of the last picture stays (a legend that follows one slider is not
-   redrawn when another slider moves only the heatmap beside it).
+   matplotlib marks an artist stale when a setter changes it or one of its parts (a legend's text),
+   and an artist whose Axes' axes moved (hidden axes too) changed as well; what the changed artists
+   cover, before and after, is redrawn with every artist there, and the rest of the last picture
+   stays (a legend that follows one slider is not redrawn when another slider moves only the
+   heatmap beside it).
 So whatever `draw` changes must be marked animated (a title whose text changes too), or sit on an
-axis whose range changes with it, and must change through its setters (`set_data`, `set_text`, not
-by writing into an array it holds): anything else keeps the picture it had when first drawn.
+axis whose range changes with it, and must change through setters (`set_data`, `set_text`; not by
+writing into an array an artist holds): anything else keeps the picture it had when first drawn.
 
 Never out of step: when `draw` raises ValueError the readout shows its one-line message and the
 last picture is shown greyed out (`live.shown` is None, `live.error` the message) until a valid
@@ -30,6 +31,7 @@ value draws again.
 import base64
 import html
 import io
+import math
 import re
 
 import ipywidgets as widgets
@@ -83,7 +85,7 @@ class LiveFigure:
         self._static_key, self._static, self._axes_keys, self._axes_layer = None, None, {}, None
         self._boxes = {}  # moving axis -> the box it was last drawn in
         self.full_redraws, self.axis_redraws = 0, 0  # how often each cached layer was redrawn
-        self.partial_axis_redraws = 0  # of the axis redraws, those that redrew only the groups that changed
+        self.partial_axis_redraws = 0  # of the axis redraws, those that redrew only the axes that changed
         self.data_redraws, self.artists_redrawn = 0, 0  # top-layer draws, and the artists they drew
         self._frame, self._regions = None, {}  # the last picture, and where each animated artist paints
         self.shown, self.error = None, None
@@ -134,7 +136,7 @@ class LiveFigure:
     def render(self):
         """Draw the figure as image bytes, redrawing each cached layer only where what it shows changed."""
         fig, canvas = self.fig, self.canvas
-        animated = fig.findobj(lambda a: a.get_animated() and a.get_visible())
+        animated = fig.findobj(lambda a: a.get_animated())  # hidden too: a hidden axis moves the data
         still = [axis for ax in fig.axes for axis in (ax.xaxis, ax.yaxis) if not axis.get_animated()]
         static_key = (tuple(fig.get_size_inches()), fig.dpi, *map(_axis_key, still))
         if static_key != self._static_key:
@@ -143,7 +145,7 @@ class LiveFigure:
             self._axes_layer, self._boxes, self.full_redraws = None, {}, self.full_redraws + 1
             self._frame = None
         moved = self._draw_moving_axes([a for a in animated if isinstance(a, Axis)])
-        self._draw_data([a for a in animated if not isinstance(a, Axis)], moved)
+        self._draw_data([a for a in animated if not isinstance(a, Axis) and a.get_visible()], moved)
         self.error = None  # the canvas now holds a current picture (refresh records its values)
         return self._encode(**LIVE_FORMAT)  # see LIVE_FORMAT: quick to encode; the stored PNG is lossless
 
@@ -155,11 +157,12 @@ class LiveFigure:
     def _draw_data(self, artists, moved):
         """The top layer: the animated artists, redrawn only where one of them changed.
 
-        An artist changed when matplotlib marks it stale (its setters do), when it is new or gone,
-        or when the axes of its Axes moved. Each artist paints within its region (its clip box, or
-        its extent when it is not clipped); the changed ones' regions, old and new, and every other
-        artist whose region meets them, are redrawn over the middle layer; the rest of the picture
-        is the last one. `moved` is what `_draw_moving_axes` returned.
+        An artist changed when matplotlib marks it or a part of it stale (their setters do: a
+        legend's text), when it is new or gone, or when the axes of its Axes moved. Each artist
+        paints within its region (its clip box, or its extent when it is not clipped); the changed
+        ones' regions, old and new, and every other artist whose region meets them, are redrawn over
+        the middle layer; the rest of the picture is the last one. `moved` is what
+        `_draw_moving_axes` returned.
         """
         canvas, renderer = self.canvas, self.canvas.get_renderer()
         if moved is None or self._frame is None:  # everything under the data changed: draw it all
@@ -169,7 +172,7 @@ class LiveFigure:
         else:
             moved_axes, boxes = moved
             old, present = self._regions, set(artists)
-            dirty = {a for a in artists if a not in old or a.stale or a.axes in moved_axes}
+            dirty = {a for a in artists if a not in old or a.axes in moved_axes or _stale(a)}
             regions = {**old, **{a: _region(a, renderer) for a in dirty}}
             boxes = boxes + [old[a] for a in old if a in dirty or a not in present]
             boxes += [regions[a] for a in dirty]
@@ -195,11 +198,14 @@ class LiveFigure:
         self.artists_redrawn += len(dirty)
 
     def _restore(self, region, box):
-        """Copy a saved picture of the whole figure back into the canvas, within a display box."""
+        """Copy a saved picture of the whole figure back into the canvas, within a box from `_snap`.
+
+        Agg restores the pixels from the first corner to the second, both included, so two boxes
+        that do not overlap (Bbox.overlaps counts touching edges) restore no pixel in common.
+        """
         width, height = self.canvas.get_width_height(physical=True)
-        x0, y0, x1, y1 = box.extents
-        box = (max(int(x0), 0), max(int(height - y1), 0),  # Agg counts rows from the top
-               min(int(x1) + 1, width), min(int(height - y0) + 1, height))
+        x0, y0, x1, y1 = (int(v) for v in box.extents)
+        box = (max(x0, 0), max(height - y1, 0), min(x1, width), min(height - y0, height))  # rows from the top
         if box[0] < box[2] and box[1] < box[3]:
             # xy: where the saved region's own corner goes (the whole figure: its origin)
             self.canvas.restore_region(region, bbox=box, xy=region.get_extents()[:2])
@@ -229,42 +235,48 @@ class LiveFigure:
         When some axes changed and none of them, where it drew before and where it draws now, meets
         an axis that did not change, only those are redrawn over the background (a colour bar whose
         scale follows the data while the plot's ticks stay; a plot's rows while its columns stay);
-        otherwise all of them are, which cannot leave stale pixels where two of them touch.
+        otherwise all of them are, which cannot leave stale pixels where two of them touch. A hidden
+        axis is not drawn, but its range still moves the data of its Axes.
 
         Returns None when the whole layer was redrawn, else (the Axes whose axes changed, the boxes
-        of the layer that changed): nothing when no axis changed. The canvas then holds something
-        else: `_draw_data` starts from a saved picture.
+        of the layer that changed), both empty when no axis changed. Either way the canvas is not
+        the finished picture: `_draw_data` puts the data over this layer, or over the last picture.
         """
         keys = {axis: _axis_key(axis) for axis in axes}
         changed = [axis for axis in axes if keys[axis] != self._axes_keys.get(axis)]
         if self._axes_layer is not None and not changed:
             return set(), []
+        shown = [axis for axis in axes if axis.get_visible()]
+        redraw = [axis for axis in changed if axis.get_visible()]
         renderer, boxes = self.canvas.get_renderer(), None
-        if self._axes_layer is not None and len(changed) < len(axes) and set(axes) == set(self._boxes):
+        if self._axes_layer is not None and len(redraw) < len(shown) and set(shown) == set(self._boxes):
             self.canvas.restore_region(self._axes_layer)
-            for axis in changed:  # the background under where it drew
-                self._restore(self._static, self._boxes[axis])
-            for axis in changed:
+            for axis in redraw:  # the background under where it drew
+                if self._boxes[axis] is not None:
+                    self._restore(self._static, self._boxes[axis])
+            for axis in redraw:
                 self.fig.draw_artist(axis)
-            new = {axis: _axis_box(axis, renderer) for axis in changed}
-            boxes = {axis: Bbox.union([self._boxes[axis], new[axis]]) for axis in changed}
+            new = {axis: _axis_box(axis, renderer) for axis in redraw}
+            boxes = {axis: _union([self._boxes[axis], new[axis]]) for axis in redraw}
             # where it drew before and draws now: the background only (the axes' boxes did not meet)
-            if any(boxes[axis].overlaps(self._boxes[other]) for axis in changed
-                   for other in axes if other not in boxes):
+            if any(boxes[axis] is not None and self._boxes[other] is not None
+                   and boxes[axis].overlaps(self._boxes[other])
+                   for axis in redraw for other in shown if other not in boxes):
                 boxes = None  # it meets an axis it did not redraw: redraw them all
             else:
                 self._boxes.update(new)
         if boxes is None:
             self.canvas.restore_region(self._static)
-            for axis in axes:
+            for axis in shown:
                 self.fig.draw_artist(axis)
             # where each axis now draws; not worth finding while every move changes them all
-            self._boxes = {} if len(changed) == len(axes) else {
-                axis: _axis_box(axis, renderer) for axis in axes}
+            self._boxes = {} if len(redraw) == len(shown) else {
+                axis: _axis_box(axis, renderer) for axis in shown}
         self._axes_keys, self._axes_layer = keys, self.canvas.copy_from_bbox(self.fig.bbox)
         self.axis_redraws += 1
         self.partial_axis_redraws += boxes is not None
-        return None if boxes is None else ({axis.axes for axis in changed}, list(boxes.values()))
+        return None if boxes is None else (
+            {axis.axes for axis in changed}, [box for box in boxes.values() if box is not None])
 
     def set(self, **values):
         """Move several controls at once (one redraw), as a reader moving sliders would.
@@ -294,9 +306,25 @@ class LiveFigure:
         return bundle, {"image/png": {"width": width, "height": height}}
 
 
+def _snap(box):
+    """A display box grown to whole pixels and one more on every side (anti-aliasing)."""
+    x0, y0, x1, y1 = box.extents
+    return Bbox.from_extents(math.floor(x0) - 1, math.floor(y0) - 1, math.ceil(x1) + 1, math.ceil(y1) + 1)
+
+
+def _finite(box):
+    return all(map(math.isfinite, box.extents))
+
+
+def _union(boxes):
+    """The box around the boxes that are not None (None when all are)."""
+    boxes = [box for box in boxes if box is not None]
+    return Bbox.union(boxes) if boxes else None
+
+
 def _axis_box(axis, renderer):
-    """Where an axis drew (display pixels; ask after drawing it): the tick marks, grid lines and
-    tick labels of the ticks in its range, its label and its offset text, a pixel wider."""
+    """Where an axis drew (display pixels, `_snap`ped; ask after drawing it; None: nowhere): the
+    tick marks, grid lines and tick labels of the ticks in its range, its label and offset text."""
     parts = [axis.label, axis.offsetText]
     low, high = sorted(axis.get_view_interval())
     slack = 1e-6 * (high - low)  # a tick on the edge is drawn: keep it (a larger box is safe)
@@ -313,15 +341,25 @@ def _axis_box(axis, renderer):
         if isinstance(part, Line2D):  # a tick mark is a marker as long as its size, from the tick
             box = box.padded((part.get_markersize() / 2 + part.get_markeredgewidth()
                               + part.get_linewidth()) * axis.figure.dpi / 72)
-        boxes.append(box)
-    return Bbox.union(boxes).padded(1) if boxes else Bbox.null()
+        boxes.append(box if _finite(box) else axis.figure.bbox)
+    return _snap(Bbox.union(boxes)) if boxes else None
+
+
+def _stale(artist):
+    """Whether matplotlib marked the artist, or a visible part of it, as changed since it was drawn."""
+    return artist.stale or any(child.get_visible() and _stale(child) for child in artist.get_children())
 
 
 def _region(artist, renderer):
-    """Where an animated artist may paint, in display pixels: its clip box when it has one (Agg
-    clips to whole pixels), else its extent, wider by its line width (a text: anti-aliasing)."""
+    """Where an animated artist may paint, in display pixels (`_snap`ped): its clip box when it has
+    one, else its extent, wider by its line width; the whole figure when effects (a stroke or
+    shadow, wrapped text) may paint outside what its extent measures."""
+    figure = artist.figure
+    if (artist.get_path_effects() or getattr(artist, "shadow", False)
+            or isinstance(artist, Text) and artist.get_wrap()):
+        return _snap(figure.bbox)
     if artist.get_clip_on() and artist.get_clip_box() is not None:
-        return Bbox(artist.get_clip_box().get_points()).padded(1)
+        return _snap(artist.get_clip_box())
     if (isinstance(artist, Spine) and artist.spine_type in ("left", "right", "bottom", "top")
             and artist.get_position() == ("outward", 0.0)):
         # a side of the frame lies on the Axes' edge (its path follows the axes' range only once
@@ -329,13 +367,15 @@ def _region(artist, renderer):
         box = artist.axes.bbox
     else:
         box = artist.get_window_extent(renderer)
+    if not _finite(box):
+        return _snap(figure.bbox)
     width = artist.get_linewidth() if hasattr(artist, "get_linewidth") else 0.5
-    return Bbox(box.get_points()).padded(1 + width * artist.figure.dpi / 72)
+    return _snap(Bbox(box.get_points()).padded(width * figure.dpi / 72))
 
 
 def _axis_key(axis):
     """What an axis shows: its range and its ticks (a change means its labels must be redrawn)."""
-    return tuple(axis.get_view_interval()), tuple(axis.get_majorticklocs())
+    return axis.get_visible(), tuple(axis.get_view_interval()), tuple(axis.get_majorticklocs())
 
 
 def _fit(control):

@@ -237,6 +237,80 @@ def test_live_figure_redraws_only_the_artists_that_changed():
     assert live.full_redraws == 1
 
 
+def panels_four_pixels_apart():
+    """A line and an image in two Axes 4.4 bitmap pixels apart, frames hidden: a box restored under the
+    line must not reach the image unless the image is redrawn (a gap that rounding once got wrong)."""
+    fig = Figure(figsize=(2, 1), dpi=50)  # 100 × 50 CSS pixels, 200 × 100 in the bitmap
+    left, right = fig.add_axes((0.05, 0.1, 0.44, 0.8)), fig.add_axes((0.512, 0.1, 0.45, 0.8))
+    line = left.plot([], [], lw=3, animated=True)[0]
+    left.set(xlim=(0, 1), ylim=(0, 10))
+    image = right.imshow(np.arange(16.0).reshape(4, 4), aspect="auto", animated=True)
+    for ax in (left, right):
+        ax.set_axis_off()
+
+    def draw(n, m):
+        line.set_data([0, 1], [n, n])
+        if m != image.get_array()[0, 0]:
+            image.set_data(np.arange(16.0).reshape(4, 4) + m)
+
+    return fig, draw
+
+
+def hidden_moving_axis():
+    """A line on an Axes whose hidden y axis follows n: the data must still move."""
+    fig = Figure(figsize=(2, 1), dpi=50)
+    ax = fig.subplots()
+    line = ax.plot([0, 1], [0, 1], animated=True)[0]
+    ax.yaxis.set_animated(True)
+    ax.yaxis.set_visible(False)
+
+    def draw(n, m):
+        ax.set_ylim(0, n + 1)
+        line.set_linewidth(1 + m % 3)
+
+    return fig, draw
+
+
+def legend_whose_text_changes():
+    """A legend kept, its entry's text set: a part of it is stale, not the legend itself."""
+    fig = Figure(figsize=(2, 1), dpi=50)
+    ax = fig.subplots()
+    line = ax.plot([0, 1], [0, 1], label="n = 0", animated=True)[0]
+    legend = ax.legend(loc="upper left")
+    legend.set_animated(True)
+
+    def draw(n, m):
+        legend.get_texts()[0].set_text(f"n = {n}")
+        line.set_linewidth(1 + m % 3)
+
+    return fig, draw
+
+
+def stroked_title():
+    """A figure title drawn with a wide white-and-black stroke, outside what its extent measures."""
+    from matplotlib import patheffects
+    fig = Figure(figsize=(2, 1), dpi=50)
+    fig.subplots()
+    stroke = [patheffects.withStroke(linewidth=6, foreground="k")]
+    title = fig.suptitle(" ", animated=True, path_effects=stroke)
+
+    def draw(n, m):
+        title.set_text(f"n = {n}, m = {m}")
+
+    return fig, draw
+
+
+@pytest.mark.parametrize("figure", [panels_four_pixels_apart, hidden_moving_axis,
+                                    legend_whose_text_changes, stroked_title])
+def test_live_figure_blits_what_a_fresh_draw_shows(figure):
+    live = attnbook.LiveFigure(*figure(), n=widgets.IntSlider(3), m=widgets.IntSlider(5))
+    for n, m in [(7, 5), (7, 9), (2, 9), (2, 1), (9, 4)]:
+        assert live.set(n=n, m=m)
+        fresh = attnbook.LiveFigure(*figure(), n=widgets.IntSlider(n), m=widgets.IntSlider(m))
+        # pixel for pixel what drawing everything from scratch gives
+        assert bytes(live.canvas.buffer_rgba()) == bytes(fresh.canvas.buffer_rgba()), (figure.__name__, n, m)
+
+
 def test_live_figure_output_carries_a_static_png():
     fig, draw = small_figure()
     live = attnbook.LiveFigure(fig, draw, n=widgets.IntSlider(3))
