@@ -136,7 +136,7 @@ class LiveFigure:
     def render(self):
         """Draw the figure as image bytes, redrawing each cached layer only where what it shows changed."""
         fig, canvas = self.fig, self.canvas
-        animated = fig.findobj(lambda a: a.get_animated())  # hidden too: a hidden axis moves the data
+        animated = _animated(fig)
         still = [axis for ax in fig.axes for axis in (ax.xaxis, ax.yaxis) if not axis.get_animated()]
         static_key = (tuple(fig.get_size_inches()), fig.dpi, *map(_axis_key, still))
         if static_key != self._static_key:
@@ -185,7 +185,7 @@ class LiveFigure:
                         boxes.append(old[artist])
                         growing = True
             canvas.restore_region(self._frame)
-            for box in boxes:
+            for box in {tuple(box.extents): box for box in boxes}.values():  # each box once
                 self._restore(self._axes_layer, box)
         for artist in artists:
             if artist in dirty:
@@ -304,6 +304,19 @@ class LiveFigure:
         bundle["image/png"] = base64.b64encode(self._encode(format="png")).decode("ascii")
         width, height = self.css_size
         return bundle, {"image/png": {"width": width, "height": height}}
+
+
+def _animated(artist):
+    """The artists marked animated under this one, hidden ones too (a hidden axis still moves the
+    data), in figure.findobj's order. An axis is drawn whole with its ticks, so what lies inside it
+    is not searched (findobj would: an axis holds most of a figure's artists)."""
+    found = []
+    if not isinstance(artist, Axis):
+        for child in artist.get_children():
+            found += _animated(child)
+    if artist.get_animated():
+        found.append(artist)
+    return found
 
 
 def _snap(box):
