@@ -86,7 +86,6 @@ class LiveFigure:
         self._boxes = {}  # moving axis -> the box it was last drawn in
         self.full_redraws, self.axis_redraws = 0, 0  # how often each cached layer was redrawn
         self.partial_axis_redraws = 0  # of the axis redraws, those that redrew only the axes that changed
-        self.data_redraws, self.artists_redrawn = 0, 0  # top-layer draws, and the artists they drew
         self._frame, self._regions = None, {}  # the last picture, and where each animated artist paints
         self.shown, self.error = None, None
         # flex-start: not stretched to the output's width; max-width: shrinks to fit a narrow one
@@ -194,8 +193,6 @@ class LiveFigure:
             regions = {a: _region(a, renderer) for a in artists}
         self._regions = {a: regions[a] for a in artists}
         self._frame = canvas.copy_from_bbox(self.fig.bbox)
-        self.data_redraws += 1
-        self.artists_redrawn += len(dirty)
 
     def _restore(self, region, box):
         """Copy a saved picture of the whole figure back into the canvas, within a box from `_snap`.
