@@ -7,8 +7,9 @@ SANITIZE := tests/nbval_sanitize.cfg
 NBVAL := --nbval --nbval-sanitize-with $(SANITIZE) --nbval-cell-timeout 900
 CHAPTERS := $(wildcard chapters/*.md)
 NOTEBOOKS := $(CHAPTERS:chapters/%.md=notebooks/%.ipynb)
-# Notebooks import the helper package from the checkout whichever Python runs them.
-export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
+# The helper package is not installed anywhere: a notebook's first cell finds it beside notebooks/
+# (as on a hub), or installs it when the notebook runs alone; scripts here put the checkout on sys.path.
+# No PYTHONPATH is exported, so every test sees what a hub sees.
 
 # Jupyter refuses to run as root without being told (containers, CI machines).
 LAB_ARGS ?= $(if $(filter 0,$(shell id -u)),--allow-root)
@@ -43,12 +44,13 @@ $(VENV)/.installed: requirements.txt requirements-nodeps.txt pyproject.toml
 	test -x $(VENV)/bin/python || python3 -m venv $(VENV)
 	$(VENV)/bin/python -m pip install -q --disable-pip-version-check -r requirements.txt
 	$(VENV)/bin/python -m pip install -q --disable-pip-version-check --no-deps -r requirements-nodeps.txt
-	$(VENV)/bin/python -m pip install -q --disable-pip-version-check --no-deps -e .
+	$(VENV)/bin/python -m pip uninstall -q -y attnbook 2>/dev/null || true  # an older venv had it installed
 	$(MAKE) --no-print-directory kernels PYTHON=$(VENV)/bin/python
 	touch $@
 
-# Two kernelspecs that differ in BOOK_DEVICE, which attnbook.pick_device() reads; the CUDA one also
-# fixes cuBLAS's workspace, which deterministic CUDA matmuls need (attnbook.setup() sets it too).
+# The notebooks name the standard python3 kernel (BOOK_DEVICE unset: the GPU when torch sees one).
+# Two convenience kernelspecs fix the device, for nbval on each: the CUDA one also fixes cuBLAS's
+# workspace, which deterministic CUDA matmuls need (attnbook.setup() sets it too).
 kernels:
 	$(PYTHON) -m ipykernel install --sys-prefix --name book-cpu --display-name "Python (book, CPU)" --env BOOK_DEVICE cpu >/dev/null
 	$(PYTHON) -m ipykernel install --sys-prefix --name book-cuda --display-name "Python (book, CUDA)" --env BOOK_DEVICE cuda --env CUBLAS_WORKSPACE_CONFIG :4096:8 >/dev/null
@@ -70,9 +72,10 @@ test-cuda: $(READY)
 
 notebooks: $(NOTEBOOKS)
 
-# jupytext writes the notebook from its chapter and executes it on the kernel named in the chapter (book-cpu).
+# jupytext writes the notebook from its chapter and executes it on the kernel named in the chapter
+# (python3), on the CPU whatever the machine has.
 notebooks/%.ipynb: chapters/%.md attnbook/*.py | $(READY)
-	$(PYTHON) -m jupytext --to ipynb --execute -o $@ $<
+	BOOK_DEVICE=cpu $(PYTHON) -m jupytext --to ipynb --execute -o $@ $<
 
 img: $(READY)
 	$(PYTHON) img/draw.py
@@ -84,7 +87,7 @@ lint: $(READY)
 	$(PYTHON) -m ruff check attnbook tests bench notebooks img
 
 bench: $(READY)
-	$(PYTHON) bench/run.py
+	PYTHONPATH=$(CURDIR) $(PYTHON) bench/run.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache build test-artifacts *.egg-info

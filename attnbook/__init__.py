@@ -11,6 +11,7 @@ logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)
 from attnbook.device import (  # noqa: E402
     DeviceChoiceError,
     NoGPUError,
+    describe,
     deterministic,
     pick_device,
     show_setup_errors_in_one_line,
@@ -20,13 +21,14 @@ from attnbook.memory import NewStorage  # noqa: E402
 from attnbook.timing import mean_ms, median_ms, report  # noqa: E402
 from attnbook.widgets import LiveFigure  # noqa: E402
 
-__all__ = ["DeviceChoiceError", "LiveFigure", "NewStorage", "NoGPUError", "deterministic", "mean_ms",
+__all__ = ["DeviceChoiceError", "LiveFigure", "NewStorage", "NoGPUError", "describe", "deterministic", "mean_ms",
            "median_ms", "pick_device", "png_bytes", "report", "setup", "use_png_figures"]
 
 
 def setup():
-    """One call at the top of every notebook: reproducible PNG figures, a fixed seed, the device,
-    and CUDA settings that compute what the CPU computes (no TF32, deterministic algorithms).
+    """One call at the top of every notebook: reproducible PNG figures, a fixed seed, the device (it
+    prints which, and why), and CUDA settings that compute what the CPU computes (no TF32,
+    deterministic algorithms).
 
     On the CUDA kernel without a GPU this fails with one line (in Jupyter no traceback) and the
     cell fails, so Run All stops before anything runs on the wrong device.
@@ -39,4 +41,5 @@ def setup():
     use_png_figures()
     torch.manual_seed(0)
     torch.set_printoptions(precision=4, sci_mode=False)
+    print(describe(device))
     return device

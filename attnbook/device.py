@@ -4,14 +4,9 @@ import os
 
 import torch
 
-#: The variable the two kernelspecs set ("cpu" or "cuda"); unset means cpu.
+#: The variable that chooses the device ("cpu" or "cuda"); unset means the GPU when torch sees one,
+#: else the CPU. The two convenience kernelspecs (make kernels) set it; the standard python3 one does not.
 DEVICE_VARIABLE = "BOOK_DEVICE"
-
-#: Deterministic cuBLAS needs a fixed workspace (NVIDIA's cuBLAS docs, "Results reproducibility");
-#: without it torch.use_deterministic_algorithms(True) makes every CUDA matmul raise. The CUDA
-#: kernelspec sets it; `deterministic()` sets it too, before cuBLAS first reads it.
-CUBLAS_VARIABLE, CUBLAS_WORKSPACE = "CUBLAS_WORKSPACE_CONFIG", ":4096:8"
-
 
 class DeviceChoiceError(ValueError):
     """$BOOK_DEVICE names no device the book knows."""
@@ -22,17 +17,29 @@ class NoGPUError(RuntimeError):
 
 
 def pick_device(environ=None):
-    """Return the torch.device named by $BOOK_DEVICE, failing with one clear line if it cannot work."""
+    """Return the torch.device named by $BOOK_DEVICE (unset or empty: CUDA when torch sees a GPU, else
+    the CPU), failing with one clear line if the named one cannot work."""
     environ = os.environ if environ is None else environ
-    name = environ.get(DEVICE_VARIABLE, "cpu").strip().lower() or "cpu"
+    name = environ.get(DEVICE_VARIABLE, "").strip().lower()
+    if not name:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name not in ("cpu", "cuda"):
-        raise DeviceChoiceError(f"{DEVICE_VARIABLE}={name!r}: expected 'cpu' or 'cuda'")
+        raise DeviceChoiceError(f"{DEVICE_VARIABLE}={name!r}: expected 'cpu' or 'cuda', or leave it unset")
     if name == "cuda" and not torch.cuda.is_available():
         raise NoGPUError(
             f"{DEVICE_VARIABLE}=cuda but torch sees no GPU (torch.cuda.is_available() is False); "
-            "use the 'Python (book, CPU)' kernel on this machine"
+            f"unset {DEVICE_VARIABLE} or set it to cpu on this machine"
         )
     return torch.device(name)
+
+
+def describe(device, environ=None):
+    """One line saying which device the notebook computes on, and why."""
+    environ = os.environ if environ is None else environ
+    chosen = environ.get(DEVICE_VARIABLE, "").strip()
+    why = f"{DEVICE_VARIABLE}={chosen}" if chosen else f"{DEVICE_VARIABLE} unset: " + (
+        "torch sees a GPU" if device.type == "cuda" else "torch sees no GPU")
+    return f"computing on {device.type} ({why})"
 
 
 def deterministic(environ=None):

@@ -1,7 +1,8 @@
 """Draws the book's figure files into img/ (`make img`); tests/test_img.py checks they are up to date.
 
-SVG output is made reproducible: a fixed hash salt for matplotlib's ids and no date in the metadata,
-so redrawing with the pinned matplotlib gives the same bytes.
+The drawings themselves are in attnbook/figures.py, so that a notebook shows the same picture without
+needing this folder (a notebook downloaded alone has no ../img/). SVG output is made reproducible: a
+fixed hash salt for matplotlib's ids and no date in the metadata.
 """
 import pathlib
 import sys
@@ -9,83 +10,17 @@ import sys
 import matplotlib
 
 matplotlib.use("Agg")
-from matplotlib.figure import Figure  # noqa: E402
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # attnbook, from the checkout
+from attnbook import figures  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent
-INPUT, HIDDEN, OUTPUT, EDGE, PATH = "#dbe9f6", "#f2f2f2", "#fde0c5", "#b8b8b8", "#c0392b"
-
-
-def nodes(ax, xs, y, labels, color):
-    for x, label in zip(xs, labels, strict=True):
-        ax.add_patch(matplotlib.patches.Circle((x, y), 0.3, facecolor=color, edgecolor="#555", zorder=3))
-        ax.text(x, y, label, ha="center", va="center", fontsize=11, zorder=4)
-
-
-def edge(ax, start, end, on_path=False):
-    """An arrow between node centres, trimmed to the circles; red when it lies on the path shown."""
-    ax.annotate("", xy=end, xytext=start, zorder=2 if on_path else 1,
-                arrowprops=dict(arrowstyle="-|>", color=PATH if on_path else EDGE, lw=1.6 if on_path else 0.8,
-                                shrinkA=9, shrinkB=9, mutation_scale=8))
-
-
-def cnn_rnn_self_attention(path, format="svg"):
-    """Three layers over five tokens, numbered from 0 as in the book; red: every edge that carries x_0.
-
-    Hidden values are z_i (convolution) and s_i (RNN state): h is the number of heads in this book."""
-    n, xs = 5, range(5)
-    fig = Figure(figsize=(8, 2.5))
-    axes = fig.subplots(1, 3)
-    fig.subplots_adjust(left=0.01, right=0.99, top=0.71, bottom=0.0, wspace=0.06)
-    titles = ["convolution, κ = 3, two layers", "RNN", "self-attention"]
-    notes = ["O(κnd²) FLOPs\nO(1) sequential · path O(n/κ)",
-             "O(nd²) FLOPs\nO(n) sequential · path O(n)",
-             "O(n²d + nd²) FLOPs\nO(1) sequential · path O(1)"]
-    for ax, title, note in zip(axes, titles, notes, strict=True):
-        ax.set_title(f"{title}\n{note}", fontsize=10.5)
-        ax.set_xlim(-0.6, n - 0.4)
-        ax.set_ylim(-0.6, 2.6)
-        ax.set_aspect("equal")
-        ax.axis("off")
-        nodes(ax, xs, 0, [f"$x_{i}$" for i in xs], INPUT)
-
-    cnn = axes[0]  # same padding: each node sees its neighbours one to the left and right
-    reached = {0: {0}}  # layer -> positions that x_0 has reached (0-based)
-    for layer in (0, 1):
-        reached[layer + 1] = set()
-        for i in xs:
-            for j in (i - 1, i, i + 1):
-                if 0 <= j < n:
-                    carries_x0 = i in reached[layer]
-                    edge(cnn, (i, layer), (j, layer + 1), carries_x0)
-                    if carries_x0:
-                        reached[layer + 1].add(j)
-    assert reached[2] == {0, 1, 2}  # two layers of kernel width 3 carry x_0 to y_0, y_1, y_2 only
-    nodes(cnn, xs, 1, [f"$z_{i}$" for i in xs], HIDDEN)
-    nodes(cnn, xs, 2, [f"$y_{i}$" for i in xs], OUTPUT)
-
-    rnn = axes[1]  # x_0 enters s_0 and travels along the chain s_0 -> s_1 -> ... -> s_4
-    for i in xs:
-        edge(rnn, (i, 0), (i, 1), on_path=i == 0)
-        if i + 1 < n:
-            edge(rnn, (i, 1), (i + 1, 1), on_path=True)
-    nodes(rnn, xs, 1, [f"$s_{i}$" for i in xs], OUTPUT)
-
-    attention = axes[2]  # one step from x_0 to every output; outputs two rows up, so that the
-    for i in xs:          # long, shallow edges (x_0 to y_4) clear the inputs' circles on their way
-        for j in xs:
-            edge(attention, (i, 0), (j, 2), on_path=i == 0)
-    nodes(attention, xs, 2, [f"$y_{i}$" for i in xs], OUTPUT)
-
-    fig.savefig(path, format=format, metadata={"Date": None} if format == "svg" else None)
-
-
-FIGURES = {"cnn-rnn-self-attention.svg": cnn_rnn_self_attention}
+FIGURES = {"cnn-rnn-self-attention.svg": figures.cnn_rnn_self_attention}
 
 
 def main(out_dir=HERE):
     matplotlib.rcParams["svg.hashsalt"] = "attnbook"  # stable ids instead of random ones
     for name, draw in FIGURES.items():
-        draw(pathlib.Path(out_dir) / name)
+        draw().savefig(pathlib.Path(out_dir) / name, format="svg", metadata={"Date": None})
 
 
 if __name__ == "__main__":

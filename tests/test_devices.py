@@ -280,7 +280,7 @@ def test_every_tensor_is_on_the_kernels_device(chapter, request):
     if chapter.stem in KNOWN:
         request.applymarker(pytest.mark.xfail(reason=KNOWN[chapter.stem], strict=True))
     done = subprocess.run([sys.executable, __file__, str(chapter)], capture_output=True, text=True,
-                          cwd=ROOT, timeout=600, env={**os.environ, "MPLBACKEND": "Agg"})
+                          cwd=ROOT, timeout=600, env={**os.environ, "MPLBACKEND": "Agg", "PYTHONPATH": str(ROOT)})
     assert done.returncode in (0, 1), done.stderr[-3000:]
     violations = json.loads(done.stdout.strip().splitlines()[-1])
     assert not violations, "mixed devices (a CUDA run would fail here):\n" + format_violations(violations)

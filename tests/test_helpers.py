@@ -17,10 +17,23 @@ from attnbook.device import NoGPUError, pick_device  # noqa: E402
 
 
 def test_pick_device_reads_the_kernels_variable():
-    assert pick_device({}) == torch.device("cpu")
+    assert pick_device({}) == torch.device("cuda" if torch.cuda.is_available() else "cpu")  # unset
+    assert pick_device({"BOOK_DEVICE": ""}) == pick_device({})
     assert pick_device({"BOOK_DEVICE": " CPU "}) == torch.device("cpu")
     with pytest.raises(ValueError, match="expected 'cpu' or 'cuda'"):
         pick_device({"BOOK_DEVICE": "tpu"})
+
+
+def test_unset_device_means_the_gpu_when_torch_sees_one(monkeypatch):
+    from attnbook.device import describe
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert pick_device({}) == torch.device("cuda")
+    assert describe(torch.device("cuda"), {}) == "computing on cuda (BOOK_DEVICE unset: torch sees a GPU)"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert pick_device({}) == torch.device("cpu")
+    assert describe(torch.device("cpu"), {}) == "computing on cpu (BOOK_DEVICE unset: torch sees no GPU)"
+    assert describe(torch.device("cpu"), {"BOOK_DEVICE": "cpu"}) == "computing on cpu (BOOK_DEVICE=cpu)"
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message shown where there is no GPU")
