@@ -8,6 +8,16 @@ import torch
 #: else the CPU. The two convenience kernelspecs (make kernels) set it; the standard python3 one does not.
 DEVICE_VARIABLE = "BOOK_DEVICE"
 
+#: Deterministic cuBLAS needs a fixed workspace (NVIDIA's cuBLAS docs, "Results reproducibility");
+#: without it torch.use_deterministic_algorithms(True) makes every CUDA matmul raise. The CUDA
+#: kernelspec sets it; `deterministic()` sets it too, before cuBLAS first reads it.
+CUBLAS_VARIABLE, CUBLAS_WORKSPACE = "CUBLAS_WORKSPACE_CONFIG", ":4096:8"
+
+#: The device the last pick_device() returned (setup() calls it); the CPU before that.
+#: attnbook.check builds its cases there, as the notebook builds its tensors.
+chosen_device = torch.device("cpu")
+
+
 class DeviceChoiceError(ValueError):
     """$BOOK_DEVICE names no device the book knows."""
 
@@ -22,7 +32,7 @@ def pick_device(environ=None):
     environ = os.environ if environ is None else environ
     name = environ.get(DEVICE_VARIABLE, "").strip().lower()
     if not name:
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        return _remember(torch.device("cuda" if torch.cuda.is_available() else "cpu"))
     if name not in ("cpu", "cuda"):
         raise DeviceChoiceError(f"{DEVICE_VARIABLE}={name!r}: expected 'cpu' or 'cuda', or leave it unset")
     if name == "cuda" and not torch.cuda.is_available():
@@ -30,7 +40,13 @@ def pick_device(environ=None):
             f"{DEVICE_VARIABLE}=cuda but torch sees no GPU (torch.cuda.is_available() is False); "
             f"unset {DEVICE_VARIABLE} or set it to cpu on this machine"
         )
-    return torch.device(name)
+    return _remember(torch.device(name))
+
+
+def _remember(device):
+    global chosen_device
+    chosen_device = device
+    return device
 
 
 def describe(device, environ=None):
