@@ -24,13 +24,14 @@ else
 READY := kernels
 endif
 
-.PHONY: help install kernels lab test test-cuda notebooks img check lint bench clean
+.PHONY: help install kernels lab test test-cuda notebooks student img check lint bench clean
 
 help:
 	@echo "make lab        open the book in JupyterLab (installs first if needed)"
 	@echo "make test       unit tests, make check, browser test, nbval --strict on the CPU kernel (what CI runs)"
 	@echo "make test-cuda  nbval strict on the CUDA kernel (needs a GPU)"
 	@echo "make notebooks  regenerate notebooks/ from chapters/ and execute them on the CPU kernel"
+	@echo "make student   the student edition in _build/student/: the notebooks without their answer cells"
 	@echo "make img        redraw the figure files in img/ (img/draw.py)"
 	@echo "make check      fail when a chapter and its notebook differ"
 	@echo "make lint       ruff over the package, tests, benchmarks and notebooks"
@@ -77,6 +78,12 @@ notebooks: $(NOTEBOOKS)
 notebooks/%.ipynb: chapters/%.md attnbook/*.py | $(READY)
 	BOOK_DEVICE=cpu $(PYTHON) -m jupytext --to ipynb --execute -o $@ $<
 
+# The student edition: nbconvert drops the cells tagged `answer` (code and outputs); the exercises'
+# stubs and their checks stay. From the committed notebooks, nothing re-executed.
+student:
+	$(PYTHON) -m nbconvert --log-level WARN --to notebook --TagRemovePreprocessor.enabled=True \
+	  --TagRemovePreprocessor.remove_cell_tags answer --output-dir _build/student notebooks/*.ipynb
+
 img: $(READY)
 	$(PYTHON) img/draw.py
 
@@ -90,5 +97,5 @@ bench: $(READY)
 	PYTHONPATH=$(CURDIR) $(PYTHON) bench/run.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache build test-artifacts *.egg-info
+	rm -rf $(VENV) .pytest_cache .ruff_cache build _build test-artifacts *.egg-info
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -11,9 +11,14 @@ def pins(lines):
 
 
 def test_environment_yml_pins_what_requirements_txt_pins():
+    """The same versions; torch and torchvision as PyTorch's CPU builds, from PyTorch's CPU index."""
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
     pip_section = next(dep["pip"] for dep in env["dependencies"] if isinstance(dep, dict))
-    assert pins(pip_section) == pins((ROOT / "requirements.txt").read_text().splitlines())
+    assert pip_section[0] == "--extra-index-url https://download.pytorch.org/whl/cpu"
+    cpu_builds = [line for line in pip_section[1:] if line.endswith("+cpu")]
+    assert sorted(line.split("==")[0] for line in cpu_builds) == ["torch", "torchvision"]
+    same = [line.removesuffix("+cpu") for line in pip_section[1:]]
+    assert pins(same) == pins((ROOT / "requirements.txt").read_text().splitlines())
     assert "python=3.11" in env["dependencies"]
 
 

@@ -1,0 +1,246 @@
+"""The book in every Jupyter a class uses, each tried the way that place runs it (README, "Running the book").
+
+* **A hub** (nbgitpuller pulls the repository; the requirements are installed, the book's package is
+  not; no PYTHONPATH; Jupyter started anywhere; the standard python3 kernel, which starts in the
+  notebook's folder). Each notebook runs top to bottom twice in one kernel, Run All and then Run All
+  again, so a cell whose rerun fails (a name rebound below it, a generator's state) fails here.
+* **A notebook alone** (downloaded from the website, or opened in Colab): one notebook in an empty
+  folder, in an environment with torch, Jupyter and the scientific packages but neither d2l nor the
+  book's package. Its first cell installs both, the book's package from a local wheel directory that
+  stands in for the repository (ATTNBOOK_SOURCE, PIP_FIND_LINKS), and nothing else: torch and the rest
+  stay the environment's own. The student edition (`make student`: answers removed) runs the same way,
+  each exercise's check printing its one "not yet" line.
+* **What cannot be installed**: a package index that refuses, or a missing package the book never
+  installs, gives one line naming what is missing and the command to run, and installs nothing.
+
+The environment for "alone" is a new venv whose site-packages point (one symlink each) at this
+project's packages, all but d2l and attnbook: cheap to make, and torch is the very one the project has.
+"""
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+
+import nbformat
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+STUDENT = ROOT / "_build" / "student"
+REPOSITORY = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]["Repository"]
+NOT_IN_THE_BOOKS_ENVIRONMENT = ("d2l", "attnbook")
+
+#: Runs a notebook with nbclient in the python3 kernel, started in the notebook's folder, `runs` times
+#: in one kernel; prints a JSON line: the first error (cell index, ename, evalue, traceback) or None.
+RUNNER = r"""
+import json, sys
+import nbformat
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+path, runs, stop_after = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+nb = nbformat.read(path, as_version=4)
+client = NotebookClient(nb, kernel_name="python3", timeout=900,
+                        resources={"metadata": {"path": path.rsplit("/", 1)[0]}})
+error = None
+with client.setup_kernel():
+    for run in range(runs):
+        for index, cell in enumerate(nb.cells[:stop_after or None]):
+            try:
+                client.execute_cell(cell, index)
+            except CellExecutionError as failed:
+                error = {"run": run + 1, "cell": index, "ename": failed.ename, "evalue": failed.evalue,
+                         "outputs": cell.outputs}
+                break
+        if error:
+            break
+nbformat.write(nb, path)
+print(json.dumps(error))
+"""
+
+
+def clean_environment(**extra):
+    """The environment of a hub user: no PYTHONPATH, no device chosen, Matplotlib's inline backend."""
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("PYTHONPATH", "BOOK_DEVICE", "MPLBACKEND") and not key.startswith("PIP_")}
+    return {**env, "PIP_DISABLE_PIP_VERSION_CHECK": "1", **extra}
+
+
+def run_notebook(python, path, runs=1, stop_after=0, **env):
+    """Run `path` in the python3 kernel of `python`, from another folder (Jupyter started anywhere)."""
+    done = subprocess.run([str(python), "-c", RUNNER, str(path), str(runs), str(stop_after)],
+                          capture_output=True, text=True, cwd=path.anchor, timeout=1800,
+                          env=clean_environment(**env))
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def describe(error):
+    return f"run {error['run']}, cell {error['cell']}: {error['ename']}: {error['evalue'][:500]}"
+
+
+# ------------------------------------------------------------------------- what every notebook names
+def first_code_cell(path):
+    return next(cell for cell in nbformat.read(path, as_version=4).cells if cell.cell_type == "code")
+
+
+def test_every_notebook_opens_in_any_jupyter():
+    """The standard kernelspec, and the same first cell everywhere, carrying pyproject's address."""
+    first_cells = {path.stem: first_code_cell(path).source for path in NOTEBOOKS}
+    for path in NOTEBOOKS:
+        assert nbformat.read(path, as_version=4).metadata.kernelspec.name == "python3", path.name
+    assert len(set(first_cells.values())) == 1, "the first code cell differs between sections"
+    assert f"BOOK_REPOSITORY = '{REPOSITORY}'" in next(iter(first_cells.values()))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_nothing_points_outside_the_notebook(path):
+    """A notebook alone has no ../img/ and no other file beside it: pictures are drawn by cells."""
+    for cell in nbformat.read(path, as_version=4).cells:
+        if cell.cell_type == "markdown":
+            local = re.findall(r"\]\((?!https?://|#)([^)\s]+)\)|src=\"(?!https?://|data:)([^\"]+)\"", cell.source)
+            assert not local, f"{path.name} points at files beside it: {local}"
+
+
+# ------------------------------------------------------------------------------------------ a hub
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory):
+    """The repository as nbgitpuller leaves it in a user's home, and a Python with the requirements
+    only: the project's venv, where the book's package is not installed."""
+    home = tmp_path_factory.mktemp("hub") / "self-attention-book"
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True)
+    for name in tracked.stdout.splitlines():
+        if (ROOT / name).is_file():
+            (home / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, home / name)
+    probe = subprocess.run([sys.executable, "-c", "import importlib.util as u; print(u.find_spec('attnbook'))"],
+                           cwd=home.anchor, capture_output=True, text=True, env=clean_environment())
+    assert probe.stdout.strip() == "None", "attnbook is installed in the test's Python: not a hub"
+    return home
+
+
+@pytest.mark.parametrize("name", [path.name for path in NOTEBOOKS], ids=lambda n: n[:-6])
+def test_on_a_hub_each_notebook_runs_twice_in_one_kernel(hub, name):
+    error = run_notebook(sys.executable, hub / "notebooks" / name, runs=2)
+    assert error is None, describe(error)
+
+
+# ------------------------------------------------------------------------------ a notebook alone
+def colab_like(tmp_path, hidden=NOT_IN_THE_BOOKS_ENVIRONMENT):
+    """A new venv that sees every package of this project's environment except `hidden`."""
+    site = pathlib.Path(next(p for p in sys.path if p.endswith("site-packages")))
+    shadow = tmp_path / "packages"
+    shadow.mkdir()
+    for entry in site.iterdir():
+        top = re.split(r"[-.]", entry.name)[0].lower()
+        if top not in hidden and not entry.name.endswith(".pth") and entry.name != "__pycache__":
+            (shadow / entry.name).symlink_to(entry)
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    own = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    (pathlib.Path(own) / "environment.pth").write_text(f"{shadow}\n")
+    return python, pathlib.Path(own)
+
+
+def installed_here(site):
+    return sorted(p.name.split("-")[0].lower() for p in site.glob("*.dist-info"))
+
+
+@pytest.fixture(scope="module")
+def wheels(tmp_path_factory):
+    """The book's package as a wheel (standing in for the repository) and d2l's, in one folder."""
+    folder = tmp_path_factory.mktemp("wheels")
+    for args in (["wheel", "--no-deps", "--no-build-isolation", "-w", str(folder), str(ROOT)],
+                 ["download", "--no-deps", "-d", str(folder), "d2l==1.0.3"]):
+        subprocess.run([sys.executable, "-m", "pip", "-q", *args], check=True, capture_output=True)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def alone(tmp_path_factory, wheels):
+    python, site = colab_like(tmp_path_factory.mktemp("colab"))
+    return python, site, {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(wheels), "ATTNBOOK_SOURCE": "attnbook"}
+
+
+def single(tmp_path, source):
+    folder = tmp_path / "Downloads"
+    folder.mkdir()
+    shutil.copy2(source, folder / source.name)
+    return folder / source.name
+
+
+@pytest.mark.parametrize("source", NOTEBOOKS, ids=lambda p: p.stem)
+def test_a_notebook_alone_installs_only_what_is_missing(alone, tmp_path, source):
+    python, site, env = alone
+    error = run_notebook(python, single(tmp_path, source), **env)
+    assert error is None, describe(error)
+    assert set(installed_here(site)) <= {"pip", "setuptools", "d2l", "attnbook"}, installed_here(site)
+    assert {"d2l", "attnbook"} <= set(installed_here(site))
+
+
+def student_notebooks():
+    return sorted(STUDENT.glob("*.ipynb"))
+
+
+@pytest.fixture(scope="module")
+def student_edition():
+    subprocess.run(["make", "--no-print-directory", "student", f"PYTHON={sys.executable}"], cwd=ROOT,
+                   check=True, capture_output=True)
+    return student_notebooks()
+
+
+@pytest.mark.parametrize("index", range(len(NOTEBOOKS)))
+def test_the_student_edition_runs_alone_with_its_stubs(student_edition, alone, tmp_path, index):
+    python, site, env = alone
+    source = student_edition[index]
+    assert not [c for c in nbformat.read(source, as_version=4).cells if "answer" in c.metadata.get("tags", [])]
+    path = single(tmp_path, source)
+    error = run_notebook(python, path, **env)
+    assert error is None, describe(error)
+    checks = [cell for cell in nbformat.read(path, as_version=4).cells
+              if cell.cell_type == "code" and "attnbook.check(" in cell.source]
+    for cell in checks:
+        text = "".join(out.get("text", "") for out in cell.outputs if out.output_type == "stream")
+        assert len(text.strip().splitlines()) == 1 and "not yet" in text, (source.name, cell.source[:80], text)
+
+
+# ---------------------------------------------------------------------- what cannot be installed
+def only_line(error):
+    """The one line a failing setup cell shows: its error output's whole traceback."""
+    shown = [out for out in error["outputs"] if out["output_type"] in ("error", "stream")]
+    assert len(shown) == 1 and shown[0]["output_type"] == "error", shown
+    assert len(shown[0]["traceback"]) == 1 and "\n" not in shown[0]["traceback"][0], shown[0]["traceback"]
+    return shown[0]["traceback"][0]
+
+
+def through_setup(path):
+    """How many cells to run to reach the end of the first code cell (the setup)."""
+    return 1 + next(i for i, c in enumerate(nbformat.read(path, as_version=4).cells) if c.cell_type == "code")
+
+
+def test_an_index_that_refuses_gives_one_line_and_installs_nothing(tmp_path):
+    python, site = colab_like(tmp_path)
+    empty = tmp_path / "empty-index"
+    empty.mkdir()
+    cells = through_setup(NOTEBOOKS[0])
+    error = run_notebook(python, single(tmp_path, NOTEBOOKS[0]), stop_after=cells, PIP_NO_INDEX="1",
+                         PIP_FIND_LINKS=str(empty), ATTNBOOK_SOURCE="attnbook")
+    assert error and error["cell"] == cells - 1, error
+    line = only_line(error)
+    assert line.startswith("Could not install d2l==1.0.3 and attnbook") and "Run: pip install --no-deps" in line
+    assert set(installed_here(site)) <= {"pip", "setuptools"}, installed_here(site)
+
+
+def test_a_package_the_book_never_installs_is_named_with_its_command(tmp_path):
+    python, site = colab_like(tmp_path, hidden=(*NOT_IN_THE_BOOKS_ENVIRONMENT, "transformers"))
+    cells = through_setup(NOTEBOOKS[0])
+    error = run_notebook(python, single(tmp_path, NOTEBOOKS[0]), stop_after=cells, PIP_NO_INDEX="1")
+    assert error and error["cell"] == cells - 1, error
+    line = only_line(error)
+    assert line.startswith("Missing: transformers.") and "pip install transformers" in line, line
+    assert "d2l" not in installed_here(site)
