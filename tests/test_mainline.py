@@ -74,9 +74,10 @@ def deeper_part_errors(notebook):
         is_deeper = "deeper" in tags(cell)
         if open_level is None and is_deeper:
             if not found or not found[1].startswith("Deeper:"):
-                errors.append(f"cell {index}: tagged deeper outside a part (a part opens with '# Deeper: ...')")
+                errors.append(f"cell {index}: tagged deeper outside a part (opened by '# Deeper: ...')")
             elif not cell.metadata.get("jp-MarkdownHeadingCollapsed"):
-                errors.append(f"cell {index} ({found[1]!r}): not stored collapsed (jp-MarkdownHeadingCollapsed)")
+                errors.append(f"cell {index} ({found[1]!r}): not stored collapsed "
+                              "(jp-MarkdownHeadingCollapsed)")
             else:
                 open_level = found[0]
         elif open_level is not None and not is_deeper:

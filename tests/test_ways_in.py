@@ -101,7 +101,8 @@ def test_nothing_points_outside_the_notebook(path):
     """A notebook alone has no ../img/ and no other file beside it: pictures are drawn by cells."""
     for cell in nbformat.read(path, as_version=4).cells:
         if cell.cell_type == "markdown":
-            local = re.findall(r"\]\((?!https?://|#)([^)\s]+)\)|src=\"(?!https?://|data:)([^\"]+)\"", cell.source)
+            local = re.findall(r"\]\((?!https?://|#)([^)\s]+)\)|src=\"(?!https?://|data:)([^\"]+)\"",
+                               cell.source)
             assert not local, f"{path.name} points at files beside it: {local}"
 
 
@@ -116,7 +117,8 @@ def hub(tmp_path_factory):
         if (ROOT / name).is_file():
             (home / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, home / name)
-    probe = subprocess.run([sys.executable, "-c", "import importlib.util as u; print(u.find_spec('attnbook'))"],
+    find = "import importlib.util as u; print(u.find_spec('attnbook'))"
+    probe = subprocess.run([sys.executable, "-c", find],
                            cwd=home.anchor, capture_output=True, text=True, env=clean_environment())
     assert probe.stdout.strip() == "None", "attnbook is installed in the test's Python: not a hub"
     return home
@@ -198,7 +200,8 @@ def student_edition():
 def test_the_student_edition_runs_alone_with_its_stubs(student_edition, alone, tmp_path, index):
     python, site, env = alone
     source = student_edition[index]
-    assert not [c for c in nbformat.read(source, as_version=4).cells if "answer" in c.metadata.get("tags", [])]
+    cells = nbformat.read(source, as_version=4).cells
+    assert not [cell for cell in cells if "answer" in cell.metadata.get("tags", [])]
     path = single(tmp_path, source)
     error = run_notebook(python, path, **env)
     assert error is None, describe(error)
@@ -206,7 +209,8 @@ def test_the_student_edition_runs_alone_with_its_stubs(student_edition, alone, t
               if cell.cell_type == "code" and "attnbook.check(" in cell.source]
     for cell in checks:
         text = "".join(out.get("text", "") for out in cell.outputs if out.output_type == "stream")
-        assert len(text.strip().splitlines()) == 1 and "not yet" in text, (source.name, cell.source[:80], text)
+        assert len(text.strip().splitlines()) == 1 and "not yet" in text, (source.name, cell.source[:80],
+                                                                            text)
 
 
 # ---------------------------------------------------------------------- what cannot be installed
@@ -232,7 +236,8 @@ def test_an_index_that_refuses_gives_one_line_and_installs_nothing(tmp_path):
                          PIP_FIND_LINKS=str(empty), ATTNBOOK_SOURCE="attnbook")
     assert error and error["cell"] == cells - 1, error
     line = only_line(error)
-    assert line.startswith("Could not install d2l==1.0.3 and attnbook") and "Run: pip install --no-deps" in line
+    assert line.startswith("Could not install d2l==1.0.3 and attnbook"), line
+    assert "Run: pip install --no-deps" in line
     assert set(installed_here(site)) <= {"pip", "setuptools"}, installed_here(site)
 
 
