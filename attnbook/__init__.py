@@ -8,6 +8,7 @@ import logging
 # torch.utils.cpp_extension; that line would make the CPU kernel's outputs differ from the CUDA one's.
 logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)
 
+from attnbook.check import check  # noqa: E402
 from attnbook.device import (  # noqa: E402
     DeviceChoiceError,
     NoGPUError,
@@ -21,8 +22,9 @@ from attnbook.memory import NewStorage  # noqa: E402
 from attnbook.timing import mean_ms, median_ms, report  # noqa: E402
 from attnbook.widgets import LiveFigure  # noqa: E402
 
-__all__ = ["DeviceChoiceError", "LiveFigure", "NewStorage", "NoGPUError", "describe", "deterministic", "mean_ms",
-           "median_ms", "pick_device", "png_bytes", "report", "setup", "use_png_figures"]
+__all__ = ["DeviceChoiceError", "LiveFigure", "NewStorage", "NoGPUError", "check", "describe",
+           "deterministic", "mean_ms", "median_ms", "pick_device", "png_bytes", "report", "setup",
+           "use_png_figures"]
 
 
 def setup():

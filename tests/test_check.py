@@ -1,0 +1,269 @@
+"""attnbook.check: a correct answer passes, every known mistake is rejected and named, a broken answer
+gets one line (never a traceback), and the line is the same run to run.
+
+The answers below are written as a reader would write them, not taken from the checker: each has
+switches that turn it into one of the known mistakes.
+"""
+import functools
+import math
+import warnings
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import attnbook
+from attnbook import device as book_device
+from attnbook.check import EXERCISES, _attention_flops, _ntk_frequencies, check
+
+
+# ----------------------------------------------------------------------------------- answers
+def masked_softmax(scores, valid_lens=None, fill=-math.inf, dim=-1, inclusive=False, per_query=True):
+    if valid_lens is None:
+        return F.softmax(scores, dim=dim)
+    if valid_lens.dim() == 1 or not per_query:  # without per_query, (b, q) lengths break the broadcast
+        valid_lens = valid_lens[:, None]
+    keys = torch.arange(scores.shape[-1], device=scores.device)
+    keep = keys <= valid_lens[..., None] if inclusive else keys < valid_lens[..., None]
+    return F.softmax(scores.masked_fill(~keep, fill), dim=dim).nan_to_num(0.0)
+
+
+def causal_mask(n, diagonal=0, transpose=False):
+    mask = torch.ones(n, n, dtype=torch.bool).tril(diagonal)
+    return mask.T if transpose else mask
+
+
+def attention(q, k, v, mask=None, scale=lambda q, v: math.sqrt(q.shape[-1]), dim=-1):
+    scores = q @ k.transpose(1, 2) / scale(q, v)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    return torch.softmax(scores, dim=dim) @ v
+
+
+def attention_flops(n, d, projections=4, per_multiply_add=2):
+    return per_multiply_add * (projections * n * d * d + 2 * n * n * d)
+
+
+def sinusoidal_encoding(n, d, pair=2, swap=False, halves=False, odd_ok=True):
+    angles = torch.arange(n, dtype=torch.float32)[:, None] * 10000 ** (-pair * torch.arange((d + 1) // 2) / d)
+    sin, cos = (angles.cos(), angles.sin()) if swap else (angles.sin(), angles.cos())
+    cos = cos[:, :d // 2] if odd_ok else cos
+    if halves:
+        return torch.cat([sin, cos], 1)
+    P = torch.zeros(n, d)
+    P[:, 0::2], P[:, 1::2] = sin, cos
+    return P
+
+
+def per_column_frequency(n, d):
+    j = torch.arange(d)
+    angles = torch.arange(n)[:, None] * 10000 ** (-j / d)
+    return torch.where(j % 2 == 0, angles.sin(), angles.cos())
+
+
+def rope(x, positions, interleaved=False, ignore_positions=False, direction=1):
+    d = x.shape[-1]
+    if ignore_positions:
+        positions = torch.arange(x.shape[-2], device=x.device)
+    theta = direction * positions[:, None].float() * 10000 ** (-torch.arange(0, d, 2, device=x.device) / d)
+    cos, sin = theta.cos(), theta.sin()
+    if interleaved:
+        x1, x2 = x[..., 0::2], x[..., 1::2]
+        return torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1).flatten(-2)
+    x1, x2 = x[..., :d // 2], x[..., d // 2:]
+    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1)
+
+
+def press_slopes(h):
+    if math.log2(h).is_integer():
+        return [2 ** (-8 / h * (g + 1)) for g in range(h)]
+    c = 2 ** math.floor(math.log2(h))
+    return press_slopes(c) + press_slopes(2 * c)[0::2][:h - c]
+
+
+def alibi_bias(n, h, sign=-1, naive=False, reverse=False):
+    slopes = torch.tensor([2 ** (-8 * (g + 1) / h) for g in range(h)] if naive else press_slopes(h))
+    slopes = slopes.flip(0) if reverse else slopes
+    i = torch.arange(n)
+    return sign * slopes[:, None, None] * (i[:, None] - i[None, :]).abs()
+
+
+def t5_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128, flip_sign=False):
+    if flip_sign:
+        relative_position = -relative_position
+    buckets = 0
+    if bidirectional:
+        num_buckets //= 2
+        buckets = (relative_position > 0).long() * num_buckets
+        distance = relative_position.abs()
+    else:
+        distance = (-relative_position).clamp(min=0)
+    exact = num_buckets // 2
+    log_ratio = torch.log(distance.float().clamp(min=1) / exact) / math.log(max_distance / exact)
+    large = (exact + (log_ratio * (num_buckets - exact)).long()).clamp(max=num_buckets - 1)
+    return buckets + torch.where(distance < exact, distance, large)
+
+
+def skew(rel_logits, pad=(1, 0), rows=slice(1, None)):
+    n = rel_logits.shape[-1]
+    return F.pad(rel_logits, pad).reshape(*rel_logits.shape[:-2], n + 1, n)[..., rows, :]
+
+
+def ntk_frequencies(d, base, scale, exponent=True, interpolate=False, dtype=torch.float64):
+    if interpolate:
+        return (base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d) / scale).to(dtype)
+    base = base * scale ** (d / (d - 2) if exponent else 1)
+    return (base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)).to(dtype)
+
+
+def position_ids(attention_mask, start=0, ignore_padding=False):
+    if ignore_padding:
+        columns = torch.arange(attention_mask.shape[1], device=attention_mask.device)
+        return columns.expand(attention_mask.shape)
+    return attention_mask.cumsum(-1) - 1 + start
+
+
+ANSWERS = (masked_softmax, causal_mask, attention, attention_flops, sinusoidal_encoding, rope, alibi_bias,
+           t5_bucket, skew, ntk_frequencies, position_ids)
+CORRECT = {fn.__name__: fn for fn in ANSWERS}
+P = functools.partial
+MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
+    ("masked_softmax", P(masked_softmax, dim=-2), "over the queries"),
+    ("masked_softmax", P(masked_softmax, fill=-1e6), "−1e6 fill"),
+    ("masked_softmax", P(masked_softmax, fill=0.0), "set to 0"),
+    ("masked_softmax", P(masked_softmax, inclusive=True), "j ≤ len"),
+    ("masked_softmax", P(masked_softmax, per_query=False), "valid_lens (b, q) must work too"),
+    ("causal_mask", P(causal_mask, diagonal=-1), "j < i"),
+    ("causal_mask", P(causal_mask, diagonal=1), "j ≤ i + 1"),
+    ("causal_mask", P(causal_mask, transpose=True), "transposed"),
+    ("causal_mask", lambda n: ~causal_mask(n), "inverse"),
+    ("attention", P(attention, dim=-2), "over the queries"),
+    ("attention", P(attention, scale=lambda q, v: 1), "not divided by √d_h"),
+    ("attention", P(attention, scale=lambda q, v: q.shape[-1]), "divided by d_h"),
+    ("attention", P(attention, scale=lambda q, v: math.sqrt(v.shape[-1])), "divided by √d_v"),
+    ("attention", lambda q, k, v, mask=None: attention(q, k, v), "mask is ignored"),
+    ("attention_flops", P(attention_flops, projections=0), "projections (8nd²) are missing"),
+    ("attention_flops", P(attention_flops, per_multiply_add=1), "counts 2 FLOPs"),
+    ("attention_flops", P(attention_flops, projections=3), "three projections"),
+    ("sinusoidal_encoding", P(sinusoidal_encoding, halves=True), "halves"),
+    ("sinusoidal_encoding", P(sinusoidal_encoding, pair=1), "exponent is l/d"),
+    ("sinusoidal_encoding", P(sinusoidal_encoding, swap=True), "swapped"),
+    ("sinusoidal_encoding", P(sinusoidal_encoding, odd_ok=False), "odd d must work too"),
+    ("sinusoidal_encoding", per_column_frequency, "its own frequency"),
+    ("rope", P(rope, interleaved=True), "interleaved pairing (2l, 2l+1)"),
+    ("rope", P(rope, ignore_positions=True), "positions are ignored"),
+    ("rope", P(rope, direction=-1), "wrong way"),
+    ("alibi_bias", P(alibi_bias, sign=1), "sign is flipped"),
+    ("alibi_bias", P(alibi_bias, naive=True), "only for h a power of two"),
+    ("alibi_bias", P(alibi_bias, reverse=True), "reverse order"),
+    ("t5_bucket", P(t5_bucket, flip_sign=True), "i − j"),
+    ("t5_bucket", lambda r, bidirectional=True, **kw: t5_bucket(r, not bidirectional, **kw), "mixed up"),
+    ("skew", P(skew, pad=(0, 1)), "shifted by one"),
+    ("skew", P(skew, rows=slice(None, -1)), "off by one row"),
+    ("skew", lambda r: r, "unskewed"),
+    ("ntk_frequencies", P(ntk_frequencies, exponent=False), "base·scale"),
+    ("ntk_frequencies", P(ntk_frequencies, interpolate=True), "position interpolation"),
+    ("ntk_frequencies", P(ntk_frequencies, dtype=torch.float32), "float32"),
+    ("position_ids", P(position_ids, ignore_padding=True), "padding is ignored"),
+    ("position_ids", P(position_ids, start=1), "starts at 1"),
+]
+
+
+# ----------------------------------------------------------------------------------- helpers
+def line_of(capsys, name, fn):
+    """check() twice: the same result and the same single line on stdout, nothing on stderr."""
+    results = [check(name, fn) for _ in range(2)]
+    out, err = capsys.readouterr()
+    lines = out.splitlines()
+    assert len(lines) == 2 and out.endswith("\n") and err == "", out + err
+    assert lines[0] == lines[1] and results[0] == results[1]
+    return results[0], lines[0]
+
+
+# ----------------------------------------------------------------------------------- tests
+def test_every_exercise_has_an_answer_and_a_mistake_here():
+    assert set(CORRECT) == set(EXERCISES) == {name for name, _, _ in MISTAKES}
+
+
+@pytest.mark.parametrize("name", sorted(CORRECT))
+def test_a_correct_answer_passes(capsys, name):
+    passed, line = line_of(capsys, name, CORRECT[name])
+    assert passed and line.startswith(f"✓ {name}: ") and " cases agree with " in line, line
+
+
+@pytest.mark.parametrize("name, fn, says", MISTAKES, ids=[f"{n}-{s}" for n, _, s in MISTAKES])
+def test_a_known_mistake_is_rejected_and_named(capsys, name, fn, says):
+    passed, line = line_of(capsys, name, fn)
+    assert not passed and line.startswith(f"✗ {name}: case ") and says in line, line
+
+
+def stub(*args, **kwargs):
+    raise NotImplementedError
+
+
+def raises(*args, **kwargs):
+    raise ValueError("a message\nover two lines" + " and long" * 100)
+
+
+def noisy(*args, **kwargs):
+    print("debugging\nprint")
+    warnings.warn("a warning", stacklevel=1)
+    return torch.zeros(3)
+
+
+BROKEN = {  # answer -> what the line says
+    "stub": (stub, "not yet: fn raises NotImplementedError, write it and run this cell again"),
+    "raises": (raises, "fn raises ValueError: a message over two lines"),
+    "returns None": (lambda *a, **k: None, "returned NoneType"),
+    "returns a tuple": (lambda *a, **k: (torch.zeros(3), torch.zeros(3)), "returned tuple"),
+    "prints, warns, wrong shape": (noisy, "returned"),
+    "wrong dtype": (lambda *a, **k: torch.zeros(1, dtype=torch.complex64), "returned"),
+}
+
+
+@pytest.mark.parametrize("broken", sorted(BROKEN))
+@pytest.mark.parametrize("name", sorted(CORRECT))
+def test_a_broken_answer_gets_one_line(capsys, name, broken):
+    fn, says = BROKEN[broken]
+    passed, line = line_of(capsys, name, fn)
+    assert not passed and line.startswith(f"✗ {name}: ") and says in line and len(line) < 400, line
+
+
+@pytest.mark.parametrize("name, fn, says", [
+    ("rpoe", rope, "did you mean 'rope'"), (None, rope, "no exercise of that name"),
+    (["rope"], rope, "no exercise of that name"), ("rope", "rope", "expected a function, got str"),
+    ("rope", None, "expected a function, got NoneType")])
+def test_an_unknown_name_or_a_non_function_gets_one_line(capsys, name, fn, says):
+    passed, line = line_of(capsys, name, fn)
+    assert not passed and line.startswith("✗ ") and says in line, line
+
+
+def test_cases_are_built_on_the_chosen_device_and_compared_on_the_cpu(capsys, monkeypatch):
+    assert attnbook.pick_device({"BOOK_DEVICE": "cpu"}) == book_device.chosen_device == torch.device("cpu")
+    seen = []
+
+    def on_meta(x, positions):  # meta tensors hold no data: copying the answer to the CPU fails
+        seen.append((x.device.type, positions.device.type))
+        return x
+
+    monkeypatch.setattr(book_device, "chosen_device", torch.device("meta"))
+    passed, line = line_of(capsys, "rope", on_meta)
+    assert seen[0] == ("meta", "meta") and not passed and "cannot be copied to the CPU" in line, line
+
+
+@pytest.mark.parametrize("d, base, scale", [(8, 10000, 4), (128, 10000, 8), (64, 5e5, 2), (6, 10000, 2.5)])
+def test_the_ntk_reference_is_transformers_dynamic_ntk_at_factor_1(d, base, scale):
+    from transformers import LlamaConfig
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+    max_positions = 1024
+    rope_parameters = {"rope_type": "dynamic", "rope_theta": base, "factor": 1.0}
+    config = LlamaConfig(hidden_size=d, num_attention_heads=1, head_dim=d,
+                         max_position_embeddings=max_positions, rope_parameters=rope_parameters)
+    inv_freq, _ = ROPE_INIT_FUNCTIONS["dynamic"](config, seq_len=int(scale * max_positions))
+    torch.testing.assert_close(_ntk_frequencies(d, base, scale).float(), inv_freq, rtol=1e-5, atol=0)
+
+
+def test_the_flop_reference_counts_four_projections_and_two_matmuls():
+    for n, d in [(1, 1), (16, 64), (100_000, 128)]:
+        assert _attention_flops(n, d) == 8 * n * d * d + 4 * n * n * d
