@@ -5,11 +5,20 @@ them, and collects the `measured: ...` lines that the notebooks' timing cells pr
 (attnbook.report). Benchmarks too slow for the notebooks live beside this file as
 `bench/<section>.py`: each runs in its section's kernel after the notebook (so it can use what the
 notebook defined), outside the notebook's timed run. Sections not written yet are reported as missing.
+
+Then, as a class's hub runs it (about one core and 1–2 GB per student): each notebook again, in a
+fresh python3 kernel pinned to one core (taskset: torch then uses one thread), timed from kernel start
+to the last cell, with the kernel's peak resident memory (VmHWM). Target: every section under 1.5 GB.
 """
 import argparse
+import json
+import os
 import pathlib
 import platform
 import re
+import shutil
+import subprocess
+import sys
 import time
 
 import jupytext
@@ -21,6 +30,36 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 SECTIONS = ["1-self-attention", "2-cnn-rnn-self-attention", "3-positional-encoding",
             "4-relative-positional-encoding", "5-positions-at-scale"]
 SECTION_TARGET = 1.5  # each section's Run-All against the d2l reference notebook's
+HUB_MEMORY_TARGET_GB = 1.5  # a hub or Binder gives a student 1-2 GB
+
+#: One notebook in the python3 kernel (BOOK_DEVICE unset, as on a hub); prints seconds and the
+#: kernel's peak resident memory in bytes. Run under `taskset -c 0`: the kernel inherits one core.
+ONE_CORE = r"""
+import json, sys, time
+import nbformat
+from nbclient import NotebookClient
+path = sys.argv[1]
+nb = nbformat.read(path, as_version=4)
+client = NotebookClient(nb, kernel_name="python3", timeout=1800,
+                        resources={"metadata": {"path": path.rsplit("/", 1)[0]}})
+start = time.perf_counter()
+with client.setup_kernel():
+    for index, cell in enumerate(nb.cells):
+        client.execute_cell(cell, index)
+    seconds = time.perf_counter() - start
+    status = open(f"/proc/{client.km.provisioner.pid}/status").read()
+peak = int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM"))) * 1024
+print(json.dumps({"seconds": seconds, "peak_bytes": peak}))
+"""
+
+
+def on_one_core(path):
+    """(seconds, peak bytes) of the notebook's Run-All in a kernel pinned to one core."""
+    env = {key: value for key, value in os.environ.items() if key != "BOOK_DEVICE"}
+    done = subprocess.run(["taskset", "-c", "0", sys.executable, "-c", ONE_CORE, str(path)],
+                          capture_output=True, text=True, env=env, check=True)
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    return found["seconds"], found["peak_bytes"]
 MEASURED = re.compile(r"^measured: (?P<name>.+?) = (?P<value>[0-9.eE+-]+)(?P<rest>.*)$")
 
 
@@ -69,13 +108,14 @@ def main():
         extra = ROOT / "bench" / f"{section}.py"
         seconds, notebook = execute(nbformat.read(path, as_version=4), args.kernel,
                                     extra.read_text() if extra.exists() else None)
-        # The fixed cost: a kernel that runs only the notebook's first code cell (its imports) and
+        # The fixed cost: a kernel that runs only the notebook's setup and imports (its first two
+        # code cells) and
         # imports torch._dynamo, which every section loads on first use anyway: d2l through
         # torchvision, FlopCounterMode and the dispatch modes directly, and torch.testing.assert_close
         # loads torch.distributed.tensor (most of it). The d2l reference pays it once, through d2l.
         first = nbformat.read(path, as_version=4)
-        first.cells = [next(cell for cell in first.cells if cell.cell_type == "code"),
-                       nbformat.v4.new_code_cell("import torch._dynamo")]
+        first.cells = [cell for cell in first.cells if cell.cell_type == "code"][:2] + [
+            nbformat.v4.new_code_cell("import torch._dynamo")]
         floor_seconds += execute(first, args.kernel)[0]
         book_seconds += seconds
         ratio = seconds / reference_seconds
@@ -91,6 +131,15 @@ def main():
                  "each notebook's first cell + torch._dynamo alone, same ratio"))
     rows.append((f"  of which the sections' own work ({book_seconds - floor_seconds:.1f} s)",
                  f"{(book_seconds - floor_seconds) / reference_seconds:.2f}", "the rest, same ratio"))
+
+    if shutil.which("taskset"):
+        rows.append(("on one core, as on a hub (python3 kernel, Run-All)", "", ""))
+        for section in SECTIONS:
+            seconds, peak = on_one_core(ROOT / "notebooks" / f"{section}.ipynb")
+            met = "met" if peak < HUB_MEMORY_TARGET_GB * 1e9 else "NOT met"
+            rows.append((f"  {section}: Run-All on one core, s", f"{seconds:.1f}", ""))
+            rows.append((f"  {section}: kernel peak memory, GB", f"{peak / 1e9:.2f}",
+                         f"target < {HUB_MEMORY_TARGET_GB} GB: {met}"))
 
     width = max(len(name) for name, _, _ in rows)
     for name, value, note in rows:
