@@ -59,7 +59,7 @@ kernels:
 lab: $(READY)
 	$(PYTHON) -m jupyterlab --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/notebooks $(LAB_ARGS)
 
-test: $(READY) $(CHROMIUM)
+test: $(READY) $(CHROMIUM) site
 	CHROMIUM=$(CHROMIUM) $(PYTHON) -m pytest tests notebooks $(NBVAL) --nbval-kernel-name book-cpu
 
 $(CHROMIUM):
@@ -83,6 +83,20 @@ notebooks/%.ipynb: chapters/%.md attnbook/*.py | $(READY)
 student:
 	$(PYTHON) -m nbconvert --log-level WARN --to notebook --TagRemovePreprocessor.enabled=True \
 	  --TagRemovePreprocessor.remove_cell_tags answer --output-dir _build/student notebooks/*.ipynb
+
+# The website and the PDF, from the committed notebooks (never re-executed): site/build.py.
+# MathJax comes from npm (site/package-lock.json) and is served by the site itself.
+SITE := _build/html
+.PHONY: site pdf
+site: $(READY) student site/node_modules/.package-lock.json
+	$(PYTHON) site/build.py html
+	@echo "website: $(SITE)/index.html"
+
+pdf: $(READY) student site/node_modules/.package-lock.json $(CHROMIUM)
+	CHROMIUM=$(CHROMIUM) $(PYTHON) site/build.py pdf
+
+site/node_modules/.package-lock.json: site/package.json site/package-lock.json
+	npm ci --prefix site --no-audit --no-fund --loglevel=error
 
 img: $(READY)
 	$(PYTHON) img/draw.py

@@ -1,0 +1,189 @@
+"""Each section's explorer as pictures precomputed for a grid of d and n values (the website's sliders).
+
+For every notebook whose stored outputs show an `attnbook.LiveFigure` (text/plain "LiveFigure(..."),
+its code cells are run in a kernel (nbclient, working directory notebooks/) up to and including
+the cell that shows it; then that LiveFigure is driven through the grid in the same kernel:
+`live.set(d=..., n=..., <other controls at their defaults>)`, and the picture it shows
+(`live.image.value`, the JPEG the live widget sends, as WebP at quality 80: ~100 kB) and its
+readout are written to `<out>/<section>/`: one file per distinct picture (named by its hash) and
+`manifest.json`.
+
+The grid: for d and for n, up to GRID_SIZE of the slider's own valid values, spread geometrically
+around the default (the default included). When d does nothing at the defaults (its slider is
+disabled there, as in section 4's first variant), the first option of a menu under which d
+does something is chosen instead, and the manifest says so.
+
+Cached: the manifest records a hash of the notebook, attnbook/*.py and this file; a section whose
+hash is unchanged is not rendered again.
+"""
+import concurrent.futures
+import hashlib
+import json
+import os
+import pathlib
+import sys
+import time
+
+import nbformat
+from nbclient import NotebookClient
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+GRID_SIZE = 7
+KERNEL = os.environ.get("BOOK_SITE_KERNEL")  # default: the kernel the notebook names
+
+# Runs in the kernel before the notebook: remember every LiveFigure made.
+HOOK = """
+import attnbook.widgets as _site_widgets
+_site_figures = []
+_site_init = _site_widgets.LiveFigure.__init__
+def _site_record(self, *args, **kwargs):
+    _site_figures.append(self)
+    _site_init(self, *args, **kwargs)
+_site_widgets.LiveFigure.__init__ = _site_record
+"""
+
+# Runs in the kernel after the explorer's cell: drive it through the grid, write pictures + manifest.
+DRIVE = r'''
+def _site_drive(out, grid_size):
+    import hashlib, html, io, json, math, pathlib, re
+    import PIL.Image
+    picture_format = dict(format='webp', quality=80, method=4)
+    import ipywidgets, traitlets
+    live = _site_figures[-1]
+    out = pathlib.Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    defaults = live.values()
+    controls = live.controls
+
+    def valid(control):
+        step = control.step or 1
+        return list(range(control.min, control.max + 1, step))
+
+    def grid(control, default):
+        values = valid(control)
+        if len(values) <= grid_size:
+            return values
+        near = lambda target: min(values, key=lambda v: (abs(math.log(max(v, 0.5) / max(target, 0.5))), v))
+        chosen = {default}
+        for factor in (2, 4, 8, 16, 32, 64, 128):
+            for target in (default * factor, default / factor):
+                if len(chosen) < grid_size and values[0] <= target <= values[-1]:
+                    chosen.add(near(target))
+            if len(chosen) >= grid_size:
+                break
+        return sorted(chosen)
+
+    def setting(d, n):
+        values = {'d': d, 'n': n}
+        values.update((k, v) for k, v in base.items() if k not in values)
+        return values
+
+    def show(values):
+        try:
+            live.set(**values)
+        except traitlets.TraitError:
+            pass  # a follower control refused the default (the drawn picture is for what it holds)
+
+    base, chosen_option = dict(defaults), None
+    show(base)
+    if controls['d'].disabled:  # d does nothing here: take the first menu option under which it does
+        for name, control in controls.items():
+            if isinstance(control, ipywidgets.Dropdown) and chosen_option is None:
+                for option in control.options:
+                    show({**base, name: option})
+                    if not controls['d'].disabled:
+                        base[name], chosen_option = option, (control.description or name, str(option))
+                        break
+        show(base)
+    ds, ns = grid(controls['d'], defaults['d']), grid(controls['n'], defaults['n'])
+    pictures = {}
+    for d in ds:
+        for n in ns:
+            show(setting(d, n))
+            buffer = io.BytesIO()  # WebP: a third of the live JPEG's bytes, text as sharp at this density
+            PIL.Image.open(io.BytesIO(live.image.value)).convert('RGB').save(buffer, **picture_format)
+            data = buffer.getvalue()
+            name = hashlib.sha1(data).hexdigest()[:16] + '.webp'
+            if not (out / name).exists():
+                (out / name).write_bytes(data)
+            text = html.unescape(re.sub(r'<[^>]+>', '', live.readout.value or ''))
+            pictures[f'{d},{n}'] = {'src': name, 'readout': text, 'error': live.error,
+                                    'shown': {k: str(v) for k, v in live.values().items()}}
+    show(setting(defaults['d'], defaults['n']) if chosen_option is None else dict(defaults))
+    labels = {name: (getattr(controls[name], 'description', '') or name) for name in ('d', 'n')}
+    width, height = live.css_size
+    return {'d': ds, 'n': ns, 'default': {'d': defaults['d'], 'n': defaults['n']}, 'labels': labels,
+            'others': {k: str(v) for k, v in base.items() if k not in ('d', 'n')},
+            'chosen_option': chosen_option, 'width': width, 'height': height, 'pictures': pictures}
+'''
+
+
+def explorer_cell(nb):
+    """Index of the code cell whose stored output shows a LiveFigure (None: the notebook has none)."""
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        for output in cell.get("outputs", []):
+            if output.get("data", {}).get("text/plain", "").startswith("LiveFigure("):
+                return index
+    return None
+
+
+def source_hash(notebook):
+    digest = hashlib.sha256()
+    for path in [notebook, pathlib.Path(__file__), *sorted((ROOT / "attnbook").glob("*.py"))]:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def render(notebook, out):
+    """Render one notebook's explorer grid into out/<section>/ unless its cache is current.
+
+    Returns (section, seconds, 'cached' | 'rendered' | 'no explorer')."""
+    notebook = pathlib.Path(notebook)
+    section, folder = notebook.stem, pathlib.Path(out) / notebook.stem
+    manifest, key = folder / "manifest.json", source_hash(notebook)
+    if manifest.exists() and json.loads(manifest.read_text()).get("hash") == key:
+        return section, 0.0, "cached"
+    start = time.perf_counter()
+    nb = nbformat.read(notebook, as_version=4)
+    index = explorer_cell(nb)
+    if index is None:
+        return section, 0.0, "no explorer"
+    cells = [nbformat.v4.new_code_cell(HOOK)]
+    cells += [cell for cell in nb.cells[:index + 1] if cell.cell_type == "code"]
+    cells.append(nbformat.v4.new_code_cell(
+        DRIVE + f"\nprint(__import__('json').dumps(_site_drive({str(folder)!r}, {GRID_SIZE})))"))
+    run = nbformat.v4.new_notebook(cells=cells, metadata=nb.metadata)
+    for cell in run.cells:
+        cell.outputs = []
+    if folder.exists():
+        for old in folder.iterdir():
+            old.unlink()
+    os.environ.setdefault("PYTHONPATH", str(ROOT))  # the kernel imports attnbook from the checkout
+    os.environ.setdefault("BOOK_DEVICE", "cpu")  # the pictures the stored outputs show
+    client = NotebookClient(run, **({"kernel_name": KERNEL} if KERNEL else {}), timeout=900,
+                            allow_errors=True,
+                            resources={"metadata": {"path": str(ROOT / "notebooks")}})
+    client.execute()  # a timing check may fail under load: nothing the explorer draws depends on one
+    errors = [o for o in run.cells[-1].outputs if o.get("output_type") == "error"]
+    if errors:
+        raise RuntimeError(f"{section}: the explorer could not be driven: {errors[0]['ename']}: "
+                           f"{errors[0]['evalue']}")
+    text = "".join(o.get("text", "") for o in run.cells[-1].outputs if o.get("name") == "stdout")
+    data = json.loads(text.strip().splitlines()[-1])
+    data.update(section=section, hash=key, seconds=round(time.perf_counter() - start, 1))
+    manifest.write_text(json.dumps(data, indent=1, ensure_ascii=False))
+    return section, time.perf_counter() - start, "rendered"
+
+
+def render_all(out, notebooks=None, workers=2):
+    notebooks = sorted(notebooks or (ROOT / "notebooks").glob("*.ipynb"))
+    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+        for section, seconds, what in pool.map(lambda nb: render(nb, out), notebooks):
+            print(f"explorer pictures: {section}: {what}" + (f" in {seconds:.1f} s" if seconds else ""))
+
+
+if __name__ == "__main__":
+    render_all(sys.argv[1] if len(sys.argv) > 1 else ROOT / "_build" / "explorers",
+               notebooks=sys.argv[2:] or None)

@@ -1,0 +1,266 @@
+"""The website (`make site`, site/build.py) read in Debian's headless Chromium with no network.
+
+The site is built first when _build/html is missing or older than what it is made from (the
+notebooks, site/, attnbook/, pyproject.toml), then served from localhost. Every request to another
+host is blocked and recorded: any such attempt fails the test. On every page: each equation is
+typeset (MathJax containers present, no raw $$, \\( or \\[ left in the text), every image loads, the
+console shows no error. On every section: the precomputed explorer's d and n sliders change the
+picture and the readout together (a step is timed: input event -> new picture decoded and painted;
+the median is printed as a `measured:` line and written to test-artifacts/site.txt, target < 50 ms),
+and the launch (Binder, JupyterHub/nbgitpuller, Colab) and download links are well formed and the
+downloads exist in the build. Screenshots of a failing page go to test-artifacts/; a section's
+explorer is always saved at 1280 x 800 and at 150 % zoom (test-artifacts/site-*.png).
+"""
+import functools
+import http.server
+import json
+import os
+import pathlib
+import statistics
+import sys
+import threading
+import tomllib
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+HTML = ROOT / "_build" / "html"
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+SECTIONS = sorted(path.stem for path in (ROOT / "notebooks").glob("*.ipynb"))
+PAGES = ["index", "search", *(f"notebooks/{section}" for section in SECTIONS)]
+STEP_TARGET_MS = 50
+SHOWCASE = "3-positional-encoding"  # the page whose explorer is photographed at 100 % and 150 %
+REPOSITORY = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]["Repository"]
+OWNER, NAME = REPOSITORY.removeprefix("https://github.com/").strip("/").split("/")[:2]
+
+TYPESET = """() => {
+    const math = [...document.querySelectorAll('.math')];
+    const untypeset = math.filter((m) => !m.querySelector('mjx-container'))
+        .map((m) => m.textContent.slice(0, 80));
+    const body = document.querySelector('main') || document.body;
+    const copy = body.cloneNode(true);
+    copy.querySelectorAll('pre, code, script, style, mjx-container, textarea').forEach((e) => e.remove());
+    const text = copy.textContent;
+    const raw = ['$$', '\\\\(', '\\\\[', '\\\\begin{'].filter((s) => text.includes(s));
+    const containers = document.querySelectorAll('mjx-container').length;
+    return {count: math.length, containers, untypeset, raw};
+}"""
+
+IMAGES = """async () => {
+    const images = [...document.images];
+    await Promise.all(images.map((img) => img.complete ? null : new Promise((ok) => {
+        img.addEventListener('load', ok); img.addEventListener('error', ok); })));
+    return images.filter((img) => !(img.complete && img.naturalWidth > 0))
+        .map((img) => img.currentSrc || img.src);
+}"""
+
+# One step of a slider, as the reader's input event, until the new picture is decoded and painted.
+STEP = """async ([name, index]) => {
+    const box = document.querySelector('.attnbook-explorer.explorer-live');
+    const input = box.querySelector(`input[name="${name}"]`), img = box.querySelector('img.explorer-picture');
+    const start = performance.now();
+    input.value = index;
+    input.dispatchEvent(new Event('input', {bubbles: true}));
+    await img.decode();
+    await new Promise((ok) => requestAnimationFrame(ok));  // the frame that shows it
+    return {ms: performance.now() - start, src: img.getAttribute('src'), key: img.dataset.key,
+            values: box.querySelector('.explorer-values').textContent,
+            readout: box.querySelector('.explorer-readout').textContent,
+            output: input.nextElementSibling.textContent};
+}"""
+
+
+def stale():
+    """Whether the built site is missing or older than anything it is made from."""
+    index = HTML / "index.html"
+    if not index.exists():
+        return True
+    built = index.stat().st_mtime
+    sources = [*(ROOT / "notebooks").glob("*.ipynb"), *(ROOT / "attnbook").glob("*.py"),
+               ROOT / "pyproject.toml", *(p for p in (ROOT / "site").rglob("*")
+                                          if p.is_file() and "node_modules" not in p.parts)]
+    return any(path.stat().st_mtime > built for path in sources)
+
+
+@pytest.fixture(scope="module")
+def site():
+    """The built site served on a free localhost port: its base URL."""
+    if stale():
+        sys.path.insert(0, str(ROOT / "site"))
+        import build
+
+        build.html()
+    handler = functools.partial(QuietHandler, directory=str(HTML))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.fail(f"no Chromium at {CHROMIUM}: apt-get install chromium, or set CHROMIUM")
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                              args=["--no-sandbox", "--disable-gpu"])
+        yield chromium
+        chromium.close()
+
+
+class Page:
+    """A page opened with every other host blocked; what it tried and what the console said."""
+
+    def __init__(self, browser, site, path, **options):
+        self.page = browser.new_page(**({"viewport": {"width": 1280, "height": 800}} | options))
+        self.foreign, self.errors = [], []
+        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+
+        def route(route):
+            if route.request.url.startswith(site + "/") or route.request.url.startswith("data:"):
+                route.continue_()
+            else:
+                self.foreign.append(route.request.url)
+                route.abort()
+
+        self.page.route("**/*", route)
+        self.page.goto(f"{site}/{path}.html", wait_until="load")
+        self.page.wait_for_function("() => !window.MathJax || (MathJax.startup && MathJax.startup.promise)",
+                                    timeout=30_000)
+        self.page.evaluate("() => window.MathJax ? MathJax.startup.promise.then(() => true) : true")
+
+    def shot(self, name, **options):
+        ARTIFACTS.mkdir(exist_ok=True)
+        self.page.screenshot(path=str(ARTIFACTS / name), **options)
+
+
+def artifact_name(path):
+    return "site-" + path.replace("/", "-")
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_page_is_offline_typeset_and_whole(site, browser, path):
+    view = Page(browser, site, path)
+    try:
+        assert view.foreign == [], f"requests to other hosts: {view.foreign}"
+        math = view.page.evaluate(TYPESET)
+        assert math["untypeset"] == [], f"equations left untypeset: {math['untypeset']}"
+        assert math["raw"] == [], f"raw TeX delimiters in the text: {math['raw']}"
+        if path.startswith("notebooks/"):
+            assert math["count"] > 0 and math["containers"] >= math["count"], math
+        broken = view.page.evaluate(IMAGES)
+        assert broken == [], f"images that did not load: {broken}"
+        assert view.errors == [], f"console errors: {view.errors}"
+        assert view.foreign == [], f"requests to other hosts: {view.foreign}"
+    except Exception:
+        view.shot(artifact_name(path) + ".png", full_page=True)
+        raise
+    finally:
+        view.page.close()
+
+
+@pytest.mark.parametrize("section", SECTIONS)
+def test_precomputed_explorer_moves(site, browser, section):
+    manifest = json.loads((HTML / "_static" / "explorers" / section / "manifest.json").read_text())
+    view = Page(browser, site, f"notebooks/{section}")
+    page = view.page
+    try:
+        box = page.locator(".attnbook-explorer.explorer-live")
+        assert box.count() == 1, "no precomputed explorer on the page"
+        box.scroll_into_view_if_needed()
+        box.dispatch_event("pointerenter")  # the page starts loading the pictures here
+        page.wait_for_load_state("networkidle")
+        timings, index = [], {name: manifest[name].index(manifest["default"][name]) for name in ("d", "n")}
+        for name in ("d", "n", "d", "n"):
+            for _ in range(len(manifest[name]) - 1):
+                index[name] = (index[name] + 1) % len(manifest[name])
+                before = page.locator("img.explorer-picture").get_attribute("src")
+                step = page.evaluate(STEP, [name, index[name]])
+                d, n = manifest["d"][index["d"]], manifest["n"][index["n"]]
+                picture = manifest["pictures"][f"{d},{n}"]
+                assert step["key"] == f"{d},{n}" and step["values"] == f"d = {d}, n = {n} (precomputed)", step
+                assert step["src"].endswith(picture["src"]), step
+                assert step["output"] == str(manifest[name][index[name]]), step
+                assert step["readout"] in (picture["readout"], f"Cannot show this: {picture['error']}")
+                if picture["src"] != before.rsplit("/", 1)[-1]:
+                    timings.append(step["ms"])
+        assert timings, "no slider step changed the picture"
+        pictures = {p["src"] for p in manifest["pictures"].values()}
+        assert len(pictures) > 1, "every grid point shows the same picture"
+        assert page.evaluate(IMAGES) == []
+        median = statistics.median(timings)
+        line = (f"measured: {section} precomputed slider step (input -> picture decoded and painted) = "
+                f"{median:.1f} ms median of {len(timings)} steps, max {max(timings):.1f} "
+                f"(target < {STEP_TARGET_MS} ms: {'met' if median < STEP_TARGET_MS else 'NOT met'})")
+        print(line)
+        ARTIFACTS.mkdir(exist_ok=True)
+        with open(ARTIFACTS / "site.txt", "a") as report:
+            report.write(line + "\n")
+        assert median < STEP_TARGET_MS, line
+        assert view.errors == [] and view.foreign == [], (view.errors, view.foreign)
+    except Exception:
+        view.shot(artifact_name(f"notebooks/{section}") + "-explorer.png", full_page=True)
+        raise
+    finally:
+        page.close()
+
+
+@pytest.mark.parametrize("section", SECTIONS)
+def test_launch_and_download_links(site, browser, section):
+    view = Page(browser, site, f"notebooks/{section}")
+    try:
+        hrefs = view.page.evaluate("() => [...document.querySelectorAll('a[href]')].map((a) => a.href)")
+        notebook = f"notebooks/{section}.ipynb"
+
+        def one(predicate, what):
+            found = sorted({href for href in hrefs if predicate(urlparse(href))})
+            assert found, f"no {what} link on the page"
+            return found
+
+        for href in one(lambda u: u.netloc == "mybinder.org", "Binder"):
+            url = urlparse(href)
+            assert url.path == f"/v2/gh/{OWNER}/{NAME}/main", href
+            assert parse_qs(url.query)["urlpath"] == [f"lab/tree/{notebook}"], href
+        for href in one(lambda u: u.path.endswith("/hub/user-redirect/git-pull"), "JupyterHub (nbgitpuller)"):
+            query = parse_qs(urlparse(href).query)
+            assert query["repo"] == [REPOSITORY] and query["branch"] == ["main"], href
+            assert query["urlpath"] == [f"lab/tree/{NAME}/{notebook}"], href
+        assert one(lambda u: u.netloc == "colab.research.google.com", "Colab") == [
+            f"https://colab.research.google.com/github/{OWNER}/{NAME}/blob/main/{notebook}"]
+        downloads = one(lambda u: u.path.endswith(f"/_sources/{notebook}"), ".ipynb download")
+        for href in downloads:
+            built = HTML / urlparse(href).path.lstrip("/")
+            assert built.read_bytes() == (ROOT / notebook).read_bytes(), f"{built}: not the notebook"
+        student = ROOT / "_build" / "student" / f"{section}.ipynb"
+        if student.exists():
+            for href in one(lambda u: u.path.endswith(f"/student/{section}.ipynb"), "student edition"):
+                assert (HTML / urlparse(href).path.lstrip("/")).exists(), href
+    finally:
+        view.page.close()
+
+
+def test_projector_screenshots(site, browser):
+    """The showcase section's explorer at 1280 x 800 and at 150 % zoom, for the eye (always saved)."""
+    for name, options in {"site-1280x800.png": {"viewport": {"width": 1280, "height": 800}},
+                          "site-150pct.png": {"viewport": {"width": 853, "height": 533},
+                                              "device_scale_factor": 1.5}}.items():
+        view = Page(browser, site, f"notebooks/{SHOWCASE}", **options)
+        try:
+            view.page.locator(".attnbook-explorer").scroll_into_view_if_needed()
+            view.page.evaluate("() => document.querySelector('.attnbook-explorer').scrollIntoView()")
+            view.shot(name)
+            assert view.errors == [] and view.foreign == []
+        finally:
+            view.page.close()
