@@ -5,6 +5,7 @@ The answers below are written as a reader would write them, not taken from the c
 switches that turn it into one of the known mistakes.
 """
 import functools
+import logging
 import math
 import warnings
 
@@ -208,6 +209,7 @@ def raises(*args, **kwargs):
 def noisy(*args, **kwargs):
     print("debugging\nprint")
     warnings.warn("a warning", stacklevel=1)
+    logging.getLogger("answer").error("a log record")
     return torch.zeros(3)
 
 
@@ -249,6 +251,8 @@ def test_cases_are_built_on_the_chosen_device_and_compared_on_the_cpu(capsys, mo
     monkeypatch.setattr(book_device, "chosen_device", torch.device("meta"))
     passed, line = line_of(capsys, "rope", on_meta)
     assert seen[0] == ("meta", "meta") and not passed and "cannot be copied to the CPU" in line, line
+    passed, line = line_of(capsys, "rope", lambda x, positions: torch.zeros(x.shape))
+    assert not passed and "returned a tensor on cpu; the inputs are on meta" in line, line
 
 
 @pytest.mark.parametrize("d, base, scale", [(8, 10000, 4), (128, 10000, 8), (64, 5e5, 2), (6, 10000, 2.5)])
