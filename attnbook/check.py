@@ -1,27 +1,32 @@
-"""`check(name, fn)`: run a reader's exercise answer against a library reference; print one line.
+"""`check(name, fn)`: run a reader's answer to an exercise against a torch or transformers reference
+and print one line, `✓ name: N cases agree with <reference> (<what was covered>)` or
+`✗ name: case <case>: <what differs> — <the known mistake it is>`; True only when every case passes.
 
-Each exercise's cases are drawn from its own seeded generator (the line is the same run to run),
-built on the device `attnbook.setup()` chose, and compared on the CPU. A failing case is also run
-through the known mistakes of that exercise, and the line names the one the answer agrees with.
+The cases come from a generator seeded by a constant (the line is the same run to run), are built on
+the device `attnbook.setup()` chose (`attnbook.device.chosen_device`, the CPU before setup) and are
+compared on the CPU. A failing case is run through the exercise's known mistakes; the line names the
+one the answer agrees with. A stub (NotImplementedError) gets "not yet"; any other error, a wrong
+type, dtype, shape or device, an unknown name or a non-function gets one line, never a traceback.
 
 Exercises and the mistakes each names:
 
 * masked_softmax: softmax over the queries; masked scores set to 0; −1e6 fill (an empty row comes
-  out uniform); key j = valid length kept (j ≤ len); valid_lens of shape (b, q) (named by its case).
+  out uniform); key j = valid length kept (j ≤ len); valid_lens (b, q) not handled (the case's note).
 * causal_mask: strict j < i; j ≤ i + 1; transposed (j ≥ i); inverted (True where blocked); the
   additive 0/−inf float mask instead of bool.
 * attention: softmax over the queries; no scaling; divided by d_h; divided by √d_v; mask read the
   other way; mask ignored.
 * attention_flops: projections forgotten (4n²d); multiply-add counted 1 (half); three projections;
-  projections forgotten and multiply-add counted 1.
+  projections forgotten and multiply-add counted 1 (2n²d).
 * sinusoidal_encoding: sin/cos halves instead of interleaved; exponent l/d; a frequency per column
-  (j/d); sin and cos swapped; odd d (named by its case).
-* rope: interleaved pairing; positions ignored (arange(n)); rotation the wrong way.
+  (j/d); sin and cos swapped; odd d failing (the case's note).
+* rope: interleaved pairing; frequencies 10000^(−l/d_h); positions ignored (arange(n)); rotation the
+  wrong way.
 * alibi_bias: sign flipped; the powers-of-two-only slopes 2^(−8(g+1)/h); heads in reverse order; no
-  absolute value; slopes sorted steepest first.
+  absolute value; slopes sorted steepest first (Press et al.'s order is asked).
 * t5_bucket: i − j (sign); bidirectional mixed up; no clamp at num_buckets − 1.
-* skew: pad on the wrong side (shifted one the wrong way); wrong n rows kept (off by one row);
-  offsets read in reverse; not skewed at all.
+* skew: pad on the wrong side (shifted by one); wrong n rows kept (off by one row); offsets read in
+  reverse; not skewed at all.
 * ntk_frequencies: base·scale (exponent missing); position interpolation (ω/scale); scale ignored;
   float32 result; float32 arithmetic cast to float64.
 * position_ids: padding ignored (arange); starts at 1.
@@ -200,10 +205,6 @@ def _randn(g, *shape):
     return torch.randn(*shape, generator=g)
 
 
-def _shape(t):
-    return str(tuple(t.shape))
-
-
 # ----------------------------------------------------------------------------------- masked_softmax
 def _masked(scores, valid_lens, fill, dim=-1, inclusive=False):
     """Keys j < valid length kept (j ≤ with inclusive), the rest set to `fill`, softmax over `dim`."""
@@ -334,12 +335,14 @@ def _rope(x, positions):
     return apply_rotary_pos_emb(x, x, cos[0], sin[0], unsqueeze_dim=0)[0].reshape(x.shape)
 
 
-def _rope_interleaved(x, positions):
-    pairs = x.reshape(*x.shape[:-1], -1, 2)
-    omega = 10000.0 ** (-torch.arange(0, x.shape[-1], 2) / x.shape[-1])
-    cos, sin = (positions[:, None] * omega).cos(), (positions[:, None] * omega).sin()
-    even, odd = pairs[..., 0], pairs[..., 1]
-    return torch.stack([even * cos - odd * sin, even * sin + odd * cos], -1).reshape(x.shape)
+def _rotated(x, positions, interleaved=False, exponent=2):
+    """RoPE written out (for mistakes): pairs (2l, 2l+1) or (l, l + d_h/2), ω_l = 10000^(−exponent·l/d_h)."""
+    d = x.shape[-1]
+    angles = positions[:, None] * 10000.0 ** (-exponent * torch.arange(d // 2) / d)
+    cos, sin = angles.cos(), angles.sin()
+    a, b = (x[..., 0::2], x[..., 1::2]) if interleaved else (x[..., :d // 2], x[..., d // 2:])
+    turned = (a * cos - b * sin, a * sin + b * cos)
+    return torch.stack(turned, -1).flatten(-2) if interleaved else torch.cat(turned, -1)
 
 
 def _rope_cases(g):
@@ -375,7 +378,7 @@ def _alibi_bias(n, h):
 
 
 def _alibi_cases(g):
-    sizes = [(5, 4), (5, 6), (3, 12), (1, 8), (6, 1), (4, 3), (7, 16)]
+    sizes = [(5, 4), (5, 6)] + [(1 + h % 7, h) for h in range(1, 25)]  # every head count up to 24
     return [Case(f"n={n}, h={h}{'' if h & (h - 1) == 0 else ' (h not a power of two)'}", (n, h))
             for n, h in sizes]
 
@@ -535,14 +538,16 @@ EXERCISES = {
         "d_h 2..64, batch and head dims, positions not 0..n-1, negative positions", {
             "this is the interleaved pairing (2l, 2l+1); the exercise asks for the half-split one "
             "(l, l + d_h/2), as Llama in transformers":
-                _rope_interleaved,
+                lambda x, p: _rotated(x, p, interleaved=True),
+            "the frequencies are 10000^(−l/d_h); they are ω_l = 10000^(−2l/d_h)":
+                lambda x, p: _rotated(x, p, exponent=1),
             "the positions are ignored (arange(n) is used); rotate row t by positions[t]":
                 lambda x, p: _rope(x, torch.arange(x.shape[-2])),
             "the rotation goes the wrong way (by −θ): x·cos + rotate_half(x)·sin, rotate_half(x) = (−x₂, x₁)":
                 lambda x, p: _rope(x, -p)}),
     "alibi_bias": Exercise(
         _alibi_cases, _alibi_bias, "transformers' BLOOM ALiBi slopes",
-        "h 1..16, h not a power of two, n 1..7", {
+        "every h from 1 to 24, n 1..7", {
             "the sign is flipped: the bias is −m·|i − j|, a penalty":
                 lambda n, h: -_alibi_bias(n, h),
             "these slopes 2^(−8(g+1)/h) hold only for h a power of two; Press et al. add "

@@ -62,11 +62,12 @@ def per_column_frequency(n, d):
     return torch.where(j % 2 == 0, angles.sin(), angles.cos())
 
 
-def rope(x, positions, interleaved=False, ignore_positions=False, direction=1):
+def rope(x, positions, interleaved=False, ignore_positions=False, direction=1, pair=2):
     d = x.shape[-1]
     if ignore_positions:
         positions = torch.arange(x.shape[-2], device=x.device)
-    theta = direction * positions[:, None].float() * 10000 ** (-torch.arange(0, d, 2, device=x.device) / d)
+    omega = 10000 ** (-pair * torch.arange(d // 2, device=x.device) / d)
+    theta = direction * positions[:, None].float() * omega
     cos, sin = theta.cos(), theta.sin()
     if interleaved:
         x1, x2 = x[..., 0::2], x[..., 1::2]
@@ -154,6 +155,7 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
     ("rope", P(rope, interleaved=True), "interleaved pairing (2l, 2l+1)"),
     ("rope", P(rope, ignore_positions=True), "positions are ignored"),
     ("rope", P(rope, direction=-1), "wrong way"),
+    ("rope", P(rope, pair=1), "10000^(−l/d_h)"),
     ("alibi_bias", P(alibi_bias, sign=1), "sign is flipped"),
     ("alibi_bias", P(alibi_bias, naive=True), "only for h a power of two"),
     ("alibi_bias", P(alibi_bias, reverse=True), "reverse order"),
@@ -171,6 +173,15 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
 
 
 # ----------------------------------------------------------------------------------- helpers
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """The cases are tiny: a second OpenMP thread only waits (seconds in all on a busy machine)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 def line_of(capsys, name, fn):
     """check() twice: the same result and the same single line on stdout, nothing on stderr."""
     results = [check(name, fn) for _ in range(2)]
