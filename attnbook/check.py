@@ -11,7 +11,8 @@ type, dtype, shape or device, an unknown name or a non-function gets one line, n
 Exercises and the mistakes each names:
 
 * masked_softmax: softmax over the queries; masked scores set to 0; −1e6 fill (an empty row comes
-  out uniform); key j = valid length kept (j ≤ len); valid_lens (b, q) not handled (the case's note).
+  out uniform); key j = valid length kept (j ≤ len); valid_lens ignored; valid_lens (b, q) not
+  handled (the case's note).
 * causal_mask: strict j < i; j ≤ i + 1; transposed (j ≥ i); inverted (True where blocked); the
   additive 0/−inf float mask instead of bool.
 * attention: softmax over the queries; no scaling; divided by d_h; divided by √d_v; mask read the
@@ -37,6 +38,7 @@ import io
 import logging
 import math
 import numbers
+import sys
 import warnings
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -118,7 +120,10 @@ def _run(exercise, case, fn):
     if isinstance(got, torch.Tensor) and got.device.type != where and _has_tensor(case.args):
         return f"returned a tensor on {got.device.type}; the inputs are on {where}: compute where they are"
     mask = exercise.checked(*case.args) if exercise.checked else None
-    problem = _differs(got, expected, mask, TOLERANCE)
+    try:
+        problem = _differs(got, expected, mask, TOLERANCE)
+    except Exception as error:  # e.g. a sparse tensor or an int-like that fails to convert
+        return f"returned a {type(got).__name__} that cannot be compared ({_one_line(error)})"
     return problem and problem + (_which_mistake(exercise, case, got, mask) or _note(case))
 
 
@@ -134,19 +139,27 @@ def _moved(value):
 @contextlib.contextmanager
 def _quiet():
     """Prints, warnings and log records (fn's, or a library's on first use) would add lines to the one."""
-    disabled = logging.root.manager.disable
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
-            warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        logging.disable(logging.CRITICAL)
-        try:
+    disabled, swallowed = logging.root.manager.disable, (io.StringIO(), io.StringIO())
+    try:
+        with contextlib.redirect_stdout(swallowed[0]), contextlib.redirect_stderr(swallowed[1]), \
+                warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            logging.disable(logging.CRITICAL)
             yield
-        finally:
-            logging.disable(disabled)
+    finally:
+        logging.disable(disabled)
+        # a library imported in here (transformers) made its log handler on our stderr: give it the real one
+        for logger in [logging.root, *logging.root.manager.loggerDict.values()]:
+            for handler in getattr(logger, "handlers", []):
+                if getattr(handler, "stream", None) in swallowed:
+                    handler.setStream(sys.stderr)
 
 
 def _one_line(error):
-    text = " ".join(str(error).split()) or type(error).__name__
+    try:
+        text = " ".join(str(error).split()) or type(error).__name__
+    except Exception:  # an exception whose message itself fails
+        text = type(error).__name__
     return text if len(text) <= MAX_MESSAGE else text[:MAX_MESSAGE - 1] + "…"
 
 
@@ -482,7 +495,9 @@ EXERCISES = {
             "this is the −1e6 fill: a row of valid length 0 comes out uniform instead of all zeros":
                 lambda s, v=None: _masked(s, v, -1e6),
             "key j = valid length is kept too (j ≤ len); only keys j < len count":
-                lambda s, v=None: _masked(s, v, -math.inf, inclusive=True)}),
+                lambda s, v=None: _masked(s, v, -math.inf, inclusive=True),
+            "valid_lens is ignored: keys at or past the valid length must get weight 0":
+                lambda s, v=None: s.softmax(-1)}),
     "causal_mask": Exercise(
         lambda g: [Case(f"n={n}", (n,)) for n in (5, 1, 2, 8)], _causal_mask,
         "torch.nn.Transformer.generate_square_subsequent_mask", "n 1..8", {

@@ -7,8 +7,10 @@ switches that turn it into one of the known mistakes.
 import functools
 import logging
 import math
+import sys
 import warnings
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -135,6 +137,7 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
     ("masked_softmax", P(masked_softmax, fill=0.0), "set to 0"),
     ("masked_softmax", P(masked_softmax, inclusive=True), "j ≤ len"),
     ("masked_softmax", P(masked_softmax, per_query=False), "valid_lens (b, q) must work too"),
+    ("masked_softmax", lambda scores, valid_lens: masked_softmax(scores), "valid_lens is ignored"),
     ("causal_mask", P(causal_mask, diagonal=-1), "j < i"),
     ("causal_mask", P(causal_mask, diagonal=1), "j ≤ i + 1"),
     ("causal_mask", P(causal_mask, transpose=True), "transposed"),
@@ -224,6 +227,15 @@ def noisy(*args, **kwargs):
     return torch.zeros(3)
 
 
+class Unprintable(Exception):
+    def __str__(self):
+        raise RuntimeError("no message")
+
+
+def unprintable(*args, **kwargs):
+    raise Unprintable
+
+
 BROKEN = {  # answer -> what the line says
     "stub": (stub, "not yet: fn raises NotImplementedError, write it and run this cell again"),
     "raises": (raises, "fn raises ValueError: a message over two lines"),
@@ -231,6 +243,9 @@ BROKEN = {  # answer -> what the line says
     "returns a tuple": (lambda *a, **k: (torch.zeros(3), torch.zeros(3)), "returned tuple"),
     "prints, warns, wrong shape": (noisy, "returned"),
     "wrong dtype": (lambda *a, **k: torch.zeros(1, dtype=torch.complex64), "returned"),
+    "unprintable error": (unprintable, "fn raises Unprintable: Unprintable"),
+    "a numpy array": (lambda *a, **k: np.zeros(3), "returned ndarray"),
+    "a float": (lambda *a, **k: 1.5, "returned float"),
 }
 
 
@@ -282,3 +297,16 @@ def test_the_ntk_reference_is_transformers_dynamic_ntk_at_factor_1(d, base, scal
 def test_the_flop_reference_counts_four_projections_and_two_matmuls():
     for n, d in [(1, 1), (16, 64), (100_000, 128)]:
         assert _attention_flops(n, d) == 8 * n * d * d + 4 * n * n * d
+
+
+def test_a_log_handler_made_during_a_check_writes_to_the_real_stderr(capsys):
+    logger = logging.getLogger("made during a check")
+
+    def answer(n):
+        logger.addHandler(logging.StreamHandler())  # as transformers does when a check first imports it
+        return causal_mask(n)
+
+    check("causal_mask", answer)
+    streams = [handler.stream for handler in logger.handlers]
+    logger.handlers.clear()
+    assert streams and all(stream is sys.stderr for stream in streams)
