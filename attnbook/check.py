@@ -82,7 +82,7 @@ def check(name, fn):
         with _quiet():
             line = _verdict(name, fn)
     except Exception as error:  # a bug of ours must not become the reader's traceback
-        line = f"✗ {name}: the checker itself failed ({_one_line(error)}); please report it"
+        line = f"✗ {_one_line(name)}: the checker itself failed ({_one_line(error)}); please report it"
     print(" ".join(line.split()))
     return line.startswith("✓")
 
@@ -90,9 +90,10 @@ def check(name, fn):
 def _verdict(name, fn):
     exercise = EXERCISES.get(name) if isinstance(name, str) else None
     if exercise is None:
-        close = difflib.get_close_matches(str(name), EXERCISES, n=1)
+        shown = _one_line(name)
+        close = difflib.get_close_matches(shown, EXERCISES, n=1)
         hint = f"did you mean {close[0]!r}? " if close else ""
-        return f"✗ {name}: no exercise of that name; {hint}the exercises are {', '.join(EXERCISES)}"
+        return f"✗ {shown}: no exercise of that name; {hint}the exercises are {', '.join(EXERCISES)}"
     if not callable(fn):
         return (f"✗ {name}: expected a function, got {type(fn).__name__}; "
                 f"pass the function itself: check({name!r}, {name})")
@@ -155,11 +156,12 @@ def _quiet():
                     handler.setStream(sys.stderr)
 
 
-def _one_line(error):
+def _one_line(thing):
+    """An error's message (or a name) on one line, cut at MAX_MESSAGE."""
     try:
-        text = " ".join(str(error).split()) or type(error).__name__
+        text = " ".join(str(thing).split()) or type(thing).__name__
     except Exception:  # an exception whose message itself fails
-        text = type(error).__name__
+        text = type(thing).__name__
     return text if len(text) <= MAX_MESSAGE else text[:MAX_MESSAGE - 1] + "…"
 
 

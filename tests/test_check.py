@@ -260,7 +260,7 @@ def test_a_broken_answer_gets_one_line(capsys, name, broken):
 @pytest.mark.parametrize("name, fn, says", [
     ("rpoe", rope, "did you mean 'rope'"), (None, rope, "no exercise of that name"),
     (["rope"], rope, "no exercise of that name"), ("rope", "rope", "expected a function, got str"),
-    ("rope", None, "expected a function, got NoneType")])
+    ("rope", None, "expected a function, got NoneType"), (Unprintable(), rope, "✗ Unprintable: no exercise")])
 def test_an_unknown_name_or_a_non_function_gets_one_line(capsys, name, fn, says):
     passed, line = line_of(capsys, name, fn)
     assert not passed and line.startswith("✗ ") and says in line, line
