@@ -8,6 +8,8 @@ repository lays them out; copy MathJax from site/node_modules (npm ci) into _bui
 render each explorer's precomputed pictures into _build/site-static/explorers (site/explorers.py,
 cached); run Sphinx with -W (a warning fails the build).
 """
+import contextlib
+import fcntl
 import os
 import pathlib
 import shutil
@@ -64,26 +66,41 @@ def sphinx(builder, out):
     subprocess.run(command, check=True)
 
 
-def html():
-    start = time.perf_counter()
+@contextlib.contextmanager
+def locked():
+    """One build at a time in _build (make site and a test may start one together)."""
+    BUILD.mkdir(exist_ok=True)
+    with open(BUILD / ".site.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def prepare():
     stage()
     mathjax()
     explorers.render_all(STATIC / "explorers")
+
+
+@locked()
+def html():
+    start = time.perf_counter()
+    prepare()
     rendered = time.perf_counter()
+    shutil.rmtree(BUILD / "html" / "_static" / "explorers", ignore_errors=True)  # no old pictures
     sphinx("html", BUILD / "html")
     done = time.perf_counter()
     print(f"site: _build/html/index.html (explorer pictures {rendered - start:.1f} s, "
           f"Sphinx {done - rendered:.1f} s)")
 
 
+@locked()
 def pdf(out=BUILD / "book.pdf"):
     """The whole book in one PDF: the one-page build, every fold opened, printed by Chromium."""
     from playwright.sync_api import sync_playwright
 
-    stage()
-    mathjax()
-    explorers.render_all(STATIC / "explorers")
+    prepare()
     single = BUILD / "singlehtml"
+    shutil.rmtree(single / "_static" / "explorers", ignore_errors=True)
     sphinx("singlehtml", single)
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,

@@ -16,19 +16,24 @@ does something is chosen instead, and the manifest says so.
 Cached: the manifest records a hash of the notebook, attnbook/*.py and this file; a section whose
 hash is unchanged is not rendered again.
 """
+import base64
 import concurrent.futures
 import hashlib
+import io
 import json
 import os
 import pathlib
+import symtable
 import sys
 import time
 
 import nbformat
 from nbclient import NotebookClient
+from PIL import Image, ImageChops, ImageStat
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 GRID_SIZE = 7
+MAX_MEAN_DIFFERENCE = 3  # grey levels, over a 160 x 80 thumbnail: JPEG noise is < 1, other data >> 3
 KERNEL = os.environ.get("BOOK_SITE_KERNEL")  # default: the kernel the notebook names
 
 # Runs in the kernel before the notebook: remember every LiveFigure made.
@@ -86,6 +91,8 @@ def _site_drive(out, grid_size):
 
     base, chosen_option = dict(defaults), None
     show(base)
+    thumb = io.BytesIO()  # the picture at the defaults, small: checked against the stored one
+    PIL.Image.open(io.BytesIO(live.image.value)).convert('L').resize((160, 80)).save(thumb, format='png')
     if controls['d'].disabled:  # d does nothing here: take the first menu option under which it does
         for name, control in controls.items():
             if isinstance(control, ipywidgets.Dropdown) and chosen_option is None:
@@ -114,7 +121,8 @@ def _site_drive(out, grid_size):
     width, height = live.css_size
     return {'d': ds, 'n': ns, 'default': {'d': defaults['d'], 'n': defaults['n']}, 'labels': labels,
             'others': {k: str(v) for k, v in base.items() if k not in ('d', 'n')},
-            'chosen_option': chosen_option, 'width': width, 'height': height, 'pictures': pictures}
+            'chosen_option': chosen_option, 'width': width, 'height': height, 'pictures': pictures,
+            'check': __import__('base64').b64encode(thumb.getvalue()).decode()}
 '''
 
 
@@ -136,6 +144,88 @@ def source_hash(notebook):
     return digest.hexdigest()
 
 
+def names(source):
+    """(names a cell binds at the top level, global names it reads anywhere, a function's body
+    included); None when it is not plain Python (a magic)."""
+    try:
+        table = symtable.symtable(source, "<cell>", "exec")
+    except SyntaxError:
+        return None
+    bound = {sym.get_name() for sym in table.get_symbols() if sym.is_assigned() or sym.is_imported()}
+    read = {sym.get_name() for sym in table.get_symbols() if sym.is_referenced()}
+    nested = list(table.get_children())
+    while nested:
+        scope = nested.pop()
+        read |= {sym.get_name() for sym in scope.get_symbols() if sym.is_global() and sym.is_referenced()}
+        nested += scope.get_children()
+    return bound, read
+
+
+def needed(cells):
+    """The cells the last one needs: walking back, each cell that binds a name a needed cell reads
+    (and every cell that is not plain Python); then the cells that bind nothing (settings, seeds,
+    checks) unless they read a name only a left-out cell binds."""
+    found = {id(cell): names(cell.source) for cell in cells}
+    wanted, keep = set(), set()
+    for cell in reversed(cells):
+        bound_read = found[id(cell)]
+        if cell is cells[-1] or bound_read is None or bound_read[0] & wanted:
+            keep.add(id(cell))
+            if bound_read is not None:
+                wanted |= bound_read[1]
+    left_out = set().union(*(found[id(c)][0] for c in cells if id(c) not in keep))
+    for cell in cells:
+        bound_read = found[id(cell)]
+        if id(cell) not in keep and not bound_read[0] and not bound_read[1] & left_out:
+            keep.add(id(cell))
+    return [cell for cell in cells if id(cell) in keep]
+
+
+def matches_stored(nb, index, data):
+    """Whether the picture drawn at the defaults is the one the notebook stores (grey 160 x 80)."""
+    stored = next((o["data"]["image/png"] for o in nb.cells[index].outputs
+                   if "image/png" in o.get("data", {})), None)
+    if stored is None:
+        return True
+    mine = Image.open(io.BytesIO(base64.b64decode(data["check"]))).convert("L")
+    theirs = Image.open(io.BytesIO(base64.b64decode(stored))).convert("L").resize(mine.size)
+    return ImageStat.Stat(ImageChops.difference(mine, theirs)).mean[0] < MAX_MEAN_DIFFERENCE
+
+
+def drive(nb, index, folder, skip):
+    """Run the code cells up to the explorer's (with `skip`, only those it needs), then the grid.
+
+    Returns the grid's description, or None (drive.error says why) when a cell raised: any cell
+    when cells were skipped, else the explorer's or the grid's (a timing check may fail under
+    load; nothing the explorer draws depends on one), or when the picture at the defaults is not
+    the one the notebook stores."""
+    for old in folder.glob("*"):
+        old.unlink()
+    cells = [cell for cell in nb.cells[:index + 1] if cell.cell_type == "code"]
+    cells = [nbformat.v4.new_code_cell(HOOK), *(needed(cells) if skip else cells)]
+    cells.append(nbformat.v4.new_code_cell(
+        DRIVE + f"\nprint(__import__('json').dumps(_site_drive({str(folder)!r}, {GRID_SIZE})))"))
+    run = nbformat.v4.new_notebook(cells=cells, metadata=nb.metadata)
+    for cell in run.cells:
+        cell.outputs = []
+    client = NotebookClient(run, **({"kernel_name": KERNEL} if KERNEL else {}), timeout=900,
+                            allow_errors=True, resources={"metadata": {"path": str(ROOT / "notebooks")}})
+    client.execute()
+    checked = run.cells if skip else run.cells[-2:]
+    errors = [o for cell in checked for o in cell.outputs if o.get("output_type") == "error"]
+    if errors:
+        drive.error = f"{errors[0]['ename']}: {errors[0]['evalue']}"
+        return None
+    text = "".join(o.get("text", "") for o in run.cells[-1].outputs if o.get("name") == "stdout")
+    data = json.loads(text.strip().splitlines()[-1])
+    if not matches_stored(nb, index, data):
+        drive.error = "a picture at the defaults unlike the stored one"
+        return None
+    data["cells_run"] = len(cells) - 1
+    data.pop("check")
+    return data
+
+
 def render(notebook, out):
     """Render one notebook's explorer grid into out/<section>/ unless its cache is current.
 
@@ -150,28 +240,18 @@ def render(notebook, out):
     index = explorer_cell(nb)
     if index is None:
         return section, 0.0, "no explorer"
-    cells = [nbformat.v4.new_code_cell(HOOK)]
-    cells += [cell for cell in nb.cells[:index + 1] if cell.cell_type == "code"]
-    cells.append(nbformat.v4.new_code_cell(
-        DRIVE + f"\nprint(__import__('json').dumps(_site_drive({str(folder)!r}, {GRID_SIZE})))"))
-    run = nbformat.v4.new_notebook(cells=cells, metadata=nb.metadata)
-    for cell in run.cells:
-        cell.outputs = []
-    if folder.exists():
-        for old in folder.iterdir():
-            old.unlink()
+    folder.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("PYTHONPATH", str(ROOT))  # the kernel imports attnbook from the checkout
     os.environ.setdefault("BOOK_DEVICE", "cpu")  # the pictures the stored outputs show
-    client = NotebookClient(run, **({"kernel_name": KERNEL} if KERNEL else {}), timeout=900,
-                            allow_errors=True,
-                            resources={"metadata": {"path": str(ROOT / "notebooks")}})
-    client.execute()  # a timing check may fail under load: nothing the explorer draws depends on one
-    errors = [o for o in run.cells[-1].outputs if o.get("output_type") == "error"]
-    if errors:
-        raise RuntimeError(f"{section}: the explorer could not be driven: {errors[0]['ename']}: "
-                           f"{errors[0]['evalue']}")
-    text = "".join(o.get("text", "") for o in run.cells[-1].outputs if o.get("name") == "stdout")
-    data = json.loads(text.strip().splitlines()[-1])
+    # First the main line only (deeper parts hold the proofs, trainings and timings: most of the
+    # time); when that leaves any error, the whole notebook up to the explorer.
+    data = drive(nb, index, folder, skip=True)
+    if data is None:
+        print(f"explorer pictures: {section}: the cells the explorer needs left {drive.error}; "
+              "running every cell")
+        data = drive(nb, index, folder, skip=False)
+    if data is None:
+        raise RuntimeError(f"{section}: the explorer could not be driven: {drive.error}")
     data.update(section=section, hash=key, seconds=round(time.perf_counter() - start, 1))
     manifest.write_text(json.dumps(data, indent=1, ensure_ascii=False))
     return section, time.perf_counter() - start, "rendered"
