@@ -233,8 +233,11 @@ def render(notebook, out):
     notebook = pathlib.Path(notebook)
     section, folder = notebook.stem, pathlib.Path(out) / notebook.stem
     manifest, key = folder / "manifest.json", source_hash(notebook)
-    if manifest.exists() and json.loads(manifest.read_text()).get("hash") == key:
-        return section, 0.0, "cached"
+    if manifest.exists():
+        cached = json.loads(manifest.read_text())
+        if cached.get("hash") == key and all((folder / picture["src"]).exists()
+                                             for picture in cached["pictures"].values()):
+            return section, 0.0, "cached"
     start = time.perf_counter()
     nb = nbformat.read(notebook, as_version=4)
     index = explorer_cell(nb)
