@@ -95,7 +95,7 @@ def html():
 
 @locked()
 def pdf(out=BUILD / "book.pdf"):
-    """The whole book in one PDF: the one-page build, every fold opened, printed by Chromium."""
+    """The whole book in one PDF: the one-page build, deeper parts opened, printed by Chromium."""
     from playwright.sync_api import sync_playwright
 
     prepare()
@@ -112,9 +112,10 @@ def pdf(out=BUILD / "book.pdf"):
         page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise",
                                timeout=60_000)
         page.evaluate("() => MathJax.startup.promise")
-        page.evaluate("() => document.querySelectorAll('details').forEach((d) => { d.open = true; })")
+        # deeper parts open (the whole book); folded plumbing and answers stay as on the page
+        page.evaluate("() => document.querySelectorAll('details.deeper').forEach((d) => { d.open = true; })")
         page.emulate_media(media="print")
-        page.pdf(path=str(out), format="A4", print_background=True,
+        page.pdf(path=str(out), format="A4", print_background=True, scale=0.8,  # wide equations fit
                  margin={"top": "15mm", "bottom": "15mm", "left": "12mm", "right": "12mm"})
         browser.close()
     print(f"pdf: {out.relative_to(ROOT)} ({out.stat().st_size / 1e6:.1f} MB)")
