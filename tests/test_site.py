@@ -266,3 +266,19 @@ def test_projector_screenshots(site, browser):
             assert view.errors == [] and view.foreign == []
         finally:
             view.page.close()
+
+
+def test_search_finds_a_word_of_the_book(site, browser):
+    """Sphinx's own search page, offline: a word every section uses finds pages."""
+    view = Page(browser, site, "search")
+    try:
+        view.page.goto(f"{site}/search.html?q=softmax", wait_until="load")
+        view.page.wait_for_selector("#search-results li", timeout=30_000)
+        found = view.page.locator("#search-results li a").evaluate_all("(links) => links.map((a) => a.href)")
+        assert any("/notebooks/" in href for href in found), found
+        assert view.errors == [] and view.foreign == [], (view.errors, view.foreign)
+    except Exception:
+        view.shot("site-search.png", full_page=True)
+        raise
+    finally:
+        view.page.close()
