@@ -72,6 +72,9 @@ def prepare(text, section, has_pictures):
         jupyter = cell.metadata.get("jupyter", {})
         if "answer" in tags:
             add_tag(cell, "hide-cell")
+            cell.metadata["mystnb"] = {**cell.metadata.get("mystnb", {}),
+                                       "code_prompt_show": "Show the worked answer",
+                                       "code_prompt_hide": "Hide the worked answer"}
         else:
             if jupyter.get("source_hidden"):
                 add_tag(cell, "hide-input")
