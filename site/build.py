@@ -86,7 +86,7 @@ def html():
     start = time.perf_counter()
     prepare()
     rendered = time.perf_counter()
-    shutil.rmtree(BUILD / "html" / "_static" / "explorers", ignore_errors=True)  # no old pictures
+    shutil.rmtree(BUILD / "html", ignore_errors=True)  # nothing left from an older build (pictures, images)
     sphinx("html", BUILD / "html")
     done = time.perf_counter()
     print(f"site: _build/html/index.html (explorer pictures {rendered - start:.1f} s, "
@@ -100,7 +100,7 @@ def pdf(out=BUILD / "book.pdf"):
 
     prepare()
     single = BUILD / "singlehtml"
-    shutil.rmtree(single / "_static" / "explorers", ignore_errors=True)
+    shutil.rmtree(single, ignore_errors=True)
     sphinx("singlehtml", single)
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,

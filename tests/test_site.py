@@ -87,6 +87,7 @@ def stale():
 @pytest.fixture(scope="module")
 def site():
     """The built site served on a free localhost port: its base URL."""
+    (ARTIFACTS / "site.txt").unlink(missing_ok=True)  # the report holds this run's figures only
     if stale():
         sys.path.insert(0, str(ROOT / "site"))
         import build
