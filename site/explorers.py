@@ -1,8 +1,10 @@
 """Each section's explorer as pictures precomputed for a grid of d and n values (the website's sliders).
 
 For every notebook whose stored outputs show an `attnbook.LiveFigure` (text/plain "LiveFigure(..."),
-its code cells are run in a kernel (nbclient, working directory notebooks/) up to and including
-the cell that shows it; then that LiveFigure is driven through the grid in the same kernel:
+the code cells that the cell showing it needs (found from the names each cell binds, changes and
+reads; every cell up to it when that run errs or draws another picture at the defaults than the
+notebook stores) are run in a kernel (nbclient, working directory notebooks/); then that
+LiveFigure is driven through the grid in the same kernel:
 `live.set(d=..., n=..., <other controls at their defaults>)`, and the picture it shows
 (`live.image.value`, the JPEG the live widget sends, as WebP at quality 80: ~100 kB) and its
 readout are written to `<out>/<section>/`: one file per distinct picture (named by its hash) and
@@ -16,6 +18,7 @@ does something is chosen instead, and the manifest says so.
 Cached: the manifest records a hash of the notebook, attnbook/*.py and this file; a section whose
 hash is unchanged is not rendered again.
 """
+import ast
 import base64
 import concurrent.futures
 import hashlib
@@ -33,7 +36,8 @@ from PIL import Image, ImageChops, ImageStat
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 GRID_SIZE = 7
-MAX_MEAN_DIFFERENCE = 3  # grey levels, over a 160 x 80 thumbnail: JPEG noise is < 1, other data >> 3
+MAX_MEAN_DIFFERENCE = 1  # grey levels over a 160 x 80 thumbnail: measured 0.1-0.3 for the same picture,
+# >= 1.45 for the nearest other grid point (section 2)
 KERNEL = os.environ.get("BOOK_SITE_KERNEL")  # default: the kernel the notebook names
 
 # Runs in the kernel before the notebook: remember every LiveFigure made.
@@ -145,8 +149,8 @@ def source_hash(notebook):
 
 
 def names(source):
-    """(names a cell binds at the top level, global names it reads anywhere, a function's body
-    included); None when it is not plain Python (a magic)."""
+    """(names a cell binds or changes at the top level, global names it reads anywhere, a
+    function's body included); None when it is not plain Python (a magic)."""
     try:
         table = symtable.symtable(source, "<cell>", "exec")
     except SyntaxError:
@@ -158,7 +162,27 @@ def names(source):
         scope = nested.pop()
         read |= {sym.get_name() for sym in scope.get_symbols() if sym.is_global() and sym.is_referenced()}
         nested += scope.get_children()
-    return bound, read
+    return bound | changed(source), read
+
+
+def changed(source):
+    """Names whose objects a cell changes at the top level: `x.a = ...`, `x[i] = ...`, and the
+    arguments of a decorator (d2l's `@d2l.add_to_class(C)` adds a method to C)."""
+    found = set()
+    for statement in ast.parse(source).body:
+        targets = []
+        if isinstance(statement, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+            targets = getattr(statement, "targets", None) or [statement.target]
+        for target in targets:
+            while isinstance(target, (ast.Attribute, ast.Subscript)):
+                target = target.value
+                if isinstance(target, ast.Name):
+                    found.add(target.id)
+        for decorator in getattr(statement, "decorator_list", []):
+            if isinstance(decorator, ast.Call):
+                found |= {node.id for arg in decorator.args for node in ast.walk(arg)
+                          if isinstance(node, ast.Name)}
+    return found
 
 
 def needed(cells):
@@ -231,7 +255,8 @@ def render(notebook, out):
 
     Returns (section, seconds, 'cached' | 'rendered' | 'no explorer')."""
     notebook = pathlib.Path(notebook)
-    section, folder = notebook.stem, pathlib.Path(out) / notebook.stem
+    # absolute: the kernel runs in notebooks/
+    section, folder = notebook.stem, pathlib.Path(out).resolve() / notebook.stem
     manifest, key = folder / "manifest.json", source_hash(notebook)
     if manifest.exists():
         cached = json.loads(manifest.read_text())
