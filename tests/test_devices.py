@@ -20,7 +20,7 @@ tensor given to numpy (`.numpy()`, matplotlib), and a factory drawing on the dev
 `torch.Generator`. Each violation names the chapter, its line, the code there and the op. A cell
 that raises is reported too (it would raise on CUDA: e.g. assert_close across devices).
 
-Run one chapter by hand: `.venv/bin/python tests/test_devices.py chapters/1-self-attention.md`.
+Run one chapter by hand: `PYTHONPATH=. .venv/bin/python tests/test_devices.py chapters/1-self-attention.md`.
 """
 import json
 import os
@@ -84,10 +84,11 @@ def run_chapter(path):
     import attnbook
 
     book_device = torch.device("cpu", 0)  # "the device": computes on the CPU, tells itself apart
-    real_setup = attnbook.setup
+    real_setup, chosen_before = attnbook.setup, attnbook.device.chosen_device
 
     def setup():
         real_setup()
+        attnbook.device.chosen_device = book_device  # attnbook.check puts its cases on "the device" too
         return book_device
 
     attnbook.setup = setup
@@ -235,7 +236,7 @@ def run_chapter(path):
     finally:  # the test process goes on: put back what was patched
         torch.nn.Parameter.__new__ = wrap
         torch.compile = compile_
-        attnbook.setup = real_setup
+        attnbook.setup, attnbook.device.chosen_device = real_setup, chosen_before
         torch.use_deterministic_algorithms(deterministic_before)
         os.environ.clear()
         os.environ.update(environ_before)
@@ -279,8 +280,9 @@ def format_violations(violations):
 def test_every_tensor_is_on_the_kernels_device(chapter, request):
     if chapter.stem in KNOWN:
         request.applymarker(pytest.mark.xfail(reason=KNOWN[chapter.stem], strict=True))
+    env = {**os.environ, "MPLBACKEND": "Agg", "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, __file__, str(chapter)], capture_output=True, text=True,
-                          cwd=ROOT, timeout=600, env={**os.environ, "MPLBACKEND": "Agg", "PYTHONPATH": str(ROOT)})
+                          cwd=ROOT, timeout=600, env=env)
     assert done.returncode in (0, 1), done.stderr[-3000:]
     violations = json.loads(done.stdout.strip().splitlines()[-1])
     assert not violations, "mixed devices (a CUDA run would fail here):\n" + format_violations(violations)
