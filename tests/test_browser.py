@@ -33,9 +33,9 @@ import time
 import urllib.request
 
 import pytest
+from measured import ARTIFACTS, record
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 TARGET_MS = 100
 PROJECTOR = {"viewport": {"width": 853, "height": 480}, "device_scale_factor": 1.5}
@@ -250,10 +250,7 @@ def test_notebook_runs_and_sliders_redraw(lab, browser, section):
         line = (f"measured: {section} slider-to-pixels latency in Chromium = {median:.0f} "
                 f"(target ≤ {TARGET_MS} ms: {'met' if median <= TARGET_MS else 'NOT met'}); "
                 f"median of {len(latencies)} moves, ms")
-        print(line)
-        ARTIFACTS.mkdir(exist_ok=True)
-        with open(ARTIFACTS / "browser.txt", "a") as report:
-            report.write(line + "\n")
+        record(line, "browser.txt")
     except Exception:
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / f"{section}.png"), full_page=True)
@@ -428,9 +425,7 @@ def test_explorers_fit_a_projector(lab, browser, section):
                     f"Chromium at 853x480 DPR 1.5 = {median:.0f} (target ≤ {TARGET_MS} ms: "
                     f"{'met' if median <= TARGET_MS else 'NOT met'}); median over {len(latencies)} of "
                     f"{moves} values, ms")
-            print(line)
-            with open(ARTIFACTS / "browser.txt", "a") as report:
-                report.write(line + "\n")
+            record(line, "browser.txt")
         page.screenshot(path=f"{shot}-after-drag.png")
         assert page.evaluate(NOTEBOOK_STATE)["errors"] == []
     except Exception:

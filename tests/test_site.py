@@ -23,10 +23,10 @@ import tomllib
 from urllib.parse import parse_qs, urlparse
 
 import pytest
+from measured import ARTIFACTS, record
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 HTML = ROOT / "_build" / "html"
-ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 SECTIONS = sorted(path.stem for path in (ROOT / "notebooks").glob("*.ipynb"))
 PAGES = ["index", "search", *(f"notebooks/{section}" for section in SECTIONS)]
@@ -205,10 +205,7 @@ def test_precomputed_explorer_moves(site, browser, section):
         line = (f"measured: {section} precomputed slider step (input -> picture decoded and painted) = "
                 f"{median:.1f} ms median of {len(timings)} steps, max {max(timings):.1f} "
                 f"(target < {STEP_TARGET_MS} ms: {'met' if median < STEP_TARGET_MS else 'NOT met'})")
-        print(line)
-        ARTIFACTS.mkdir(exist_ok=True)
-        with open(ARTIFACTS / "site.txt", "a") as report:
-            report.write(line + "\n")
+        record(line, "site.txt")
         assert median < STEP_TARGET_MS, line
         assert view.errors == [] and view.foreign == [], (view.errors, view.foreign)
     except Exception:
