@@ -101,7 +101,8 @@ def _verdict(name, fn):
     for case in cases:
         problem = _run(exercise, case, fn)
         if problem == NOT_YET:
-            return f"✗ {name}: not yet: fn raises NotImplementedError, write it and run this cell again"
+            return (f"✗ {name}: not yet: your function raises NotImplementedError; "
+                    "write it and run this cell again")
         if problem:
             return f"✗ {name}: case {case.label}: {problem}"
     return f"✓ {name}: {len(cases)} cases agree with {exercise.against} ({exercise.covered})"
@@ -116,7 +117,7 @@ def _run(exercise, case, fn):
     except NotImplementedError:
         return NOT_YET
     except Exception as error:
-        return f"fn raises {type(error).__name__}: {_one_line(error)}{_note(case)}"
+        return f"your function raises {type(error).__name__}: {_one_line(error)}{_note(case)}"
     where = _device.chosen_device.type
     if isinstance(got, torch.Tensor) and got.device.type != where and _has_tensor(case.args):
         return f"returned a tensor on {got.device.type}; the inputs are on {where}: compute where they are"

@@ -237,13 +237,13 @@ def unprintable(*args, **kwargs):
 
 
 BROKEN = {  # answer -> what the line says
-    "stub": (stub, "not yet: fn raises NotImplementedError, write it and run this cell again"),
-    "raises": (raises, "fn raises ValueError: a message over two lines"),
+    "stub": (stub, "not yet: your function raises NotImplementedError; write it and run this cell again"),
+    "raises": (raises, "your function raises ValueError: a message over two lines"),
     "returns None": (lambda *a, **k: None, "returned NoneType"),
     "returns a tuple": (lambda *a, **k: (torch.zeros(3), torch.zeros(3)), "returned tuple"),
     "prints, warns, wrong shape": (noisy, "returned"),
     "wrong dtype": (lambda *a, **k: torch.zeros(1, dtype=torch.complex64), "returned"),
-    "unprintable error": (unprintable, "fn raises Unprintable: Unprintable"),
+    "unprintable error": (unprintable, "your function raises Unprintable: Unprintable"),
     "a numpy array": (lambda *a, **k: np.zeros(3), "returned ndarray"),
     "a float": (lambda *a, **k: 1.5, "returned float"),
 }
