@@ -132,16 +132,22 @@ def relative_static(app, docname):
     return posixpath.relpath("_static", posixpath.dirname(page) or ".")
 
 
+def spoken(name):
+    """A control's name as the page says it: first_column -> first column."""
+    return name.replace("_", " ")
+
+
 def explorer_html(app, docname, section):
     manifest = json.loads((explorer_dir(app) / section / "manifest.json").read_text())
     base = f"{relative_static(app, docname)}/explorers/{section}/"
     d, n = manifest["default"]["d"], manifest["default"]["n"]
     first = manifest["pictures"][f"{d},{n}"]
-    others = ", ".join(f"{name} = {value}" for name, value in manifest["others"].items())
+    others = ", ".join(f"{spoken(name)} = {value}" for name, value in manifest["others"].items())
     chosen = manifest.get("chosen_option")
     if chosen:
         others = f"{chosen[0]} {chosen[1]} (the first choice where d matters)" + (
-            "; " + ", ".join(f"{k} = {v}" for k, v in manifest["others"].items() if k and v != chosen[1])
+            "; " + ", ".join(f"{spoken(k)} = {v}" for k, v in manifest["others"].items()
+                             if k and v != chosen[1])
             if len(manifest["others"]) > 1 else "")
     launch = app.config.booksite_launch.get(section, "")
     sliders = []
