@@ -77,7 +77,7 @@ notebooks: $(NOTEBOOKS)
 
 # jupytext writes the notebook from its chapter and executes it on the kernel named in the chapter
 # (python3), on the CPU whatever the machine has.
-notebooks/%.ipynb: chapters/%.md attnbook/*.py | $(READY)
+notebooks/%.ipynb: chapters/%.md attnbook/*.py attnbook/checks/*.py | $(READY)
 	BOOK_DEVICE=cpu $(PYTHON) -m jupytext --to ipynb --execute -o $@ $<
 
 # The student edition: nbconvert drops the cells tagged `answer` (code and outputs); the exercises'

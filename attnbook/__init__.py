@@ -8,7 +8,7 @@ import logging
 # torch.utils.cpp_extension; that line would make the CPU kernel's outputs differ from the CUDA one's.
 logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)
 
-from attnbook.check import check  # noqa: E402
+from attnbook.checks import check  # noqa: E402
 from attnbook.device import (  # noqa: E402
     DeviceChoiceError,
     NoGPUError,

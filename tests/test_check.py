@@ -7,9 +7,12 @@ switches that turn it into one of the known mistakes.
 import functools
 import logging
 import math
+import pathlib
+import re
 import sys
 import warnings
 
+import nbformat
 import numpy as np
 import pytest
 import torch
@@ -17,18 +20,39 @@ import torch.nn.functional as F
 
 import attnbook
 from attnbook import device as book_device
-from attnbook.check import EXERCISES, _attention_flops, _ntk_frequencies, check
+from attnbook.checks import EXERCISES, check
+from attnbook.checks.section2 import _attention_flops
+from attnbook.checks.section5 import _ntk_frequencies
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 # ----------------------------------------------------------------------------------- answers
-def masked_softmax(scores, valid_lens=None, fill=-math.inf, dim=-1, inclusive=False, per_query=True):
+def masked_softmax(scores, valid_lens=None, fill=-math.inf, dim=-1, inclusive=False, per_query=True,
+                   additive=False, detach=False):
     if valid_lens is None:
         return F.softmax(scores, dim=dim)
     if valid_lens.dim() == 1 or not per_query:  # without per_query, (b, q) lengths break the broadcast
         valid_lens = valid_lens[:, None]
     keys = torch.arange(scores.shape[-1], device=scores.device)
     keep = keys <= valid_lens[..., None] if inclusive else keys < valid_lens[..., None]
-    return F.softmax(scores.masked_fill(~keep, fill), dim=dim).nan_to_num(0.0)
+    if additive:  # −inf added, not filled: the same weights, but autograd sees the NaN of an empty row
+        masked = scores + torch.zeros_like(scores).masked_fill(~keep, fill)
+    else:  # masked_fill's backward gives the masked entries (an empty row: all of them) zero gradient
+        masked = scores.masked_fill(~keep, fill)
+    weights = F.softmax(masked, dim=dim).nan_to_num(0.0)
+    return weights.detach() if detach else weights
+
+
+def masked_softmax_unmasked_empty_rows(scores, valid_lens=None):
+    """The chapter's way: an empty row is un-masked, so its softmax is finite, then set to 0."""
+    if valid_lens is None:
+        return F.softmax(scores, dim=-1)
+    lens = valid_lens[:, None] if valid_lens.dim() == 1 else valid_lens
+    keep = torch.arange(scores.shape[-1], device=scores.device) < lens[..., None]
+    has_key = keep.any(-1, keepdim=True)
+    weights = F.softmax(scores.masked_fill(~(keep | ~has_key), -math.inf), dim=-1)
+    return torch.where(has_key, weights, 0.0)
 
 
 def causal_mask(n, diagonal=0, transpose=False):
@@ -64,8 +88,10 @@ def per_column_frequency(n, d):
     return torch.where(j % 2 == 0, angles.sin(), angles.cos())
 
 
-def rope(x, positions, interleaved=False, ignore_positions=False, direction=1, pair=2):
+def rope(x, positions, interleaved=False, ignore_positions=False, direction=1, pair=2, odd_refused=True):
     d = x.shape[-1]
+    if d % 2 and odd_refused:
+        raise ValueError(f"RoPE rotates pairs: d_h = {d} must be even")
     if ignore_positions:
         positions = torch.arange(x.shape[-2], device=x.device)
     omega = 10000 ** (-pair * torch.arange(d // 2, device=x.device) / d)
@@ -85,20 +111,30 @@ def press_slopes(h):
     return press_slopes(c) + press_slopes(2 * c)[0::2][:h - c]
 
 
-def alibi_bias(n, h, sign=-1, naive=False, reverse=False):
-    slopes = torch.tensor([2 ** (-8 * (g + 1) / h) for g in range(h)] if naive else press_slopes(h))
+def other_half_slopes(h):  # m2, m4, ... of the next power of two where m1, m3, ... are asked
+    c = 2 ** math.floor(math.log2(h))
+    return press_slopes(c) + press_slopes(2 * c)[1::2][:h - c]
+
+
+def alibi_bias(n, h, sign=-1, naive=False, reverse=False, other_half=False, causal=False):
+    slopes = [2 ** (-8 * (g + 1) / h) for g in range(h)] if naive else press_slopes(h)
+    slopes = torch.tensor(other_half_slopes(h) if other_half else slopes)
     slopes = slopes.flip(0) if reverse else slopes
     i = torch.arange(n)
-    return sign * slopes[:, None, None] * (i[:, None] - i[None, :]).abs()
+    bias = sign * slopes[:, None, None] * (i[:, None] - i[None, :]).abs()
+    return bias.masked_fill(i[None, :] > i[:, None], -math.inf) if causal else bias
 
 
-def t5_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128, flip_sign=False):
+def t5_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128, flip_sign=False,
+              one_sided_abs=False):
     if flip_sign:
         relative_position = -relative_position
     buckets = 0
     if bidirectional:
         num_buckets //= 2
         buckets = (relative_position > 0).long() * num_buckets
+        distance = relative_position.abs()
+    elif one_sided_abs:  # the decoder's distance from |δ|: the future is not sent to bucket 0
         distance = relative_position.abs()
     else:
         distance = (-relative_position).clamp(min=0)
@@ -108,16 +144,33 @@ def t5_bucket(relative_position, bidirectional=True, num_buckets=32, max_distanc
     return buckets + torch.where(distance < exact, distance, large)
 
 
-def skew(rel_logits, pad=(1, 0), rows=slice(1, None)):
+def skew(rel_logits, pad=(1, 0), keep_first=False):
+    n_q, n_k = rel_logits.shape[-2:]
+    flat = F.pad(rel_logits, pad).flatten(-2)                        # n_q rows of n_k + 1, one after another
+    flat = flat[..., :n_q * n_k] if keep_first else flat[..., n_q:n_q + n_q * n_k]
+    return flat.reshape(rel_logits.shape)
+
+
+def skew_square_only(rel_logits):  # the chapter's skew_by_pad: right for n_q = n_k, a shape error otherwise
     n = rel_logits.shape[-1]
-    return F.pad(rel_logits, pad).reshape(*rel_logits.shape[:-2], n + 1, n)[..., rows, :]
+    return F.pad(rel_logits, (1, 0)).reshape(*rel_logits.shape[:-2], n + 1, n)[..., 1:, :]
 
 
-def ntk_frequencies(d, base, scale, exponent=True, interpolate=False, dtype=torch.float64):
+def skew_from_position_0(rel_logits):  # query t taken to sit at position t
+    n_q, n_k = rel_logits.shape[-2:]
+    t, j = torch.arange(n_q)[:, None], torch.arange(n_k)
+    columns = (j - t + n_k - 1).clamp(max=n_k - 1).to(rel_logits.device)
+    return rel_logits.gather(-1, columns.expand(rel_logits.shape))
+
+
+def ntk_frequencies(d, base, scale, exponent=True, interpolate=False, dtype=torch.float64, pair=2,
+                    refuse_2=True):
+    if d < 4 and refuse_2:
+        raise ValueError(f"NTK-aware scaling needs d >= 4, got d = {d}")
     if interpolate:
         return (base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d) / scale).to(dtype)
     base = base * scale ** (d / (d - 2) if exponent else 1)
-    return (base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)).to(dtype)
+    return (base ** (-pair * torch.arange(d // 2, dtype=torch.float64) / d)).to(dtype)
 
 
 def position_ids(attention_mask, start=0, ignore_padding=False):
@@ -138,6 +191,10 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
     ("masked_softmax", P(masked_softmax, inclusive=True), "j ≤ len"),
     ("masked_softmax", P(masked_softmax, per_query=False), "valid_lens (b, q) must work too"),
     ("masked_softmax", lambda scores, valid_lens: masked_softmax(scores), "valid_lens is ignored"),
+    ("masked_softmax", P(masked_softmax, additive=True),
+     "−inf added to the scores with the empty row's NaN replaced afterwards: right weights, NaN gradients "
+     "(section 1, Deeper: a query with no key gets zeros, not NaN)"),
+    ("masked_softmax", P(masked_softmax, detach=True), "carry no gradient back to the scores"),
     ("causal_mask", P(causal_mask, diagonal=-1), "j < i"),
     ("causal_mask", P(causal_mask, diagonal=1), "j ≤ i + 1"),
     ("causal_mask", P(causal_mask, transpose=True), "transposed"),
@@ -159,15 +216,29 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
     ("rope", P(rope, ignore_positions=True), "positions are ignored"),
     ("rope", P(rope, direction=-1), "wrong way"),
     ("rope", P(rope, pair=1), "10000^(−l/d_h)"),
+    ("rope", P(rope, odd_refused=False), "d_h = 5 is odd, so coordinate l has no partner l + d_h/2: raise a "
+     "ValueError"),
     ("alibi_bias", P(alibi_bias, sign=1), "sign is flipped"),
     ("alibi_bias", P(alibi_bias, naive=True), "only for h a power of two"),
     ("alibi_bias", P(alibi_bias, reverse=True), "reverse order"),
+    ("alibi_bias", P(alibi_bias, other_half=True), "at head g = 5, query i = 0, key j = 1: expected -0.5, "
+     "got -0.25 — the extra heads got m₂, m₄, … of the 2^(a+1)-head sequence"),
+    ("alibi_bias", P(alibi_bias, causal=True), "at head g = 1, query i = 0, key j = 1: expected -0.25, got "
+     "-inf — this is the causal bias"),
     ("t5_bucket", P(t5_bucket, flip_sign=True), "i − j"),
     ("t5_bucket", lambda r, bidirectional=True, **kw: t5_bucket(r, not bidirectional, **kw), "mixed up"),
+    ("t5_bucket", P(t5_bucket, one_sided_abs=True), "case relative_position −300..300, bidirectional=False: "
+     "at δ = +1: expected 0, got 1 — one-sided buckets were taken from |δ|"),
     ("skew", P(skew, pad=(0, 1)), "shifted by one"),
-    ("skew", P(skew, rows=slice(None, -1)), "off by one row"),
+    ("skew", P(skew, keep_first=True), "the first n_q numbers of the padded memory were kept"),
     ("skew", lambda r: r, "unskewed"),
+    ("skew", skew_from_position_0, "case rel_logits (2, 7) (n_q < n_k): at query t = 0, key j = 0: expected"),
+    ("skew", skew_from_position_0, "the queries were put at positions 0..n_q − 1"),
+    ("skew", skew_square_only, "n_q < n_k: query t sits at position n_k − n_q + t, not t"),
     ("ntk_frequencies", P(ntk_frequencies, exponent=False), "base·scale"),
+    ("ntk_frequencies", P(ntk_frequencies, pair=1), "at pair ℓ = 1: expected"),
+    ("ntk_frequencies", P(ntk_frequencies, pair=1), "the exponent is ℓ/d; it is 2ℓ/d"),
+    ("ntk_frequencies", P(ntk_frequencies, refuse_2=False), "d = 2 the exponent d/(d − 2) divides by zero"),
     ("ntk_frequencies", P(ntk_frequencies, interpolate=True), "position interpolation"),
     ("ntk_frequencies", P(ntk_frequencies, dtype=torch.float32), "float32"),
     ("position_ids", P(position_ids, ignore_padding=True), "padding is ignored"),
@@ -237,7 +308,6 @@ def unprintable(*args, **kwargs):
 
 
 BROKEN = {  # answer -> what the line says
-    "stub": (stub, "not yet: your function raises NotImplementedError; write it and run this cell again"),
     "raises": (raises, "your function raises ValueError: a message over two lines"),
     "returns None": (lambda *a, **k: None, "returned NoneType"),
     "returns a tuple": (lambda *a, **k: (torch.zeros(3), torch.zeros(3)), "returned tuple"),
@@ -255,6 +325,44 @@ def test_a_broken_answer_gets_one_line(capsys, name, broken):
     fn, says = BROKEN[broken]
     passed, line = line_of(capsys, name, fn)
     assert not passed and line.startswith(f"✗ {name}: ") and says in line and len(line) < 400, line
+
+
+@pytest.mark.parametrize("name", sorted(CORRECT))
+def test_a_stub_is_invited_not_failed(capsys, name):
+    passed, line = line_of(capsys, name, stub)
+    invitation = f"✎ {name}: not yet written: replace raise NotImplementedError with your code and run"
+    assert not passed and line.startswith(invitation) and "✗" not in line, line
+    assert f" cases are waiting ({EXERCISES[name].covered})" in line, line
+
+
+def test_the_masked_softmax_that_un_masks_empty_rows_passes_with_its_gradients(capsys):
+    passed, line = line_of(capsys, "masked_softmax", masked_softmax_unmasked_empty_rows)
+    assert passed and "an empty row all zeros" in line and "gradients (finite, 0 on an empty row)" in line
+
+
+def answer_outputs():
+    """(exercise, what its answer cell printed) for each answer cell of the executed notebooks, and the
+    same for the stubs' cells."""
+    answers, stubs = [], []
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            called = re.search(r"attnbook\.check\('(\w+)'", cell.source) if cell.cell_type == "code" else None
+            if called:
+                text = "".join(out.get("text", "") for out in cell.outputs if out.output_type == "stream")
+                tagged = "answer" in cell.metadata.get("tags", [])
+                (answers if tagged else stubs).append((path.name, called.group(1), text))
+    return answers, stubs
+
+
+def test_every_worked_answer_passed_its_check_in_the_executed_notebooks():
+    """nbval re-runs the notebooks and compares these outputs; here: each stored answer printed ✓ and each
+    stub the invitation, for every exercise."""
+    answers, stubs = answer_outputs()
+    assert {name for _, name, _ in answers} == {name for _, name, _ in stubs} == set(EXERCISES)
+    for notebook, name, text in answers:
+        assert f"✓ {name}: " in text and "✗" not in text, (notebook, name, text)
+    for notebook, name, text in stubs:
+        assert text.startswith(f"✎ {name}: not yet") and text.count("\n") == 1, (notebook, name, text)
 
 
 @pytest.mark.parametrize("name, fn, says", [

@@ -1,0 +1,277 @@
+"""Section 4's exercises (relative positional encoding) and the mistakes each names.
+
+* rope: interleaved pairing; frequencies 10000^(−l/d_h); positions ignored (arange(n)); rotation the
+  wrong way. An odd d_h must raise a ValueError (no half-split pairs).
+* alibi_bias: sign flipped; the powers-of-two-only slopes 2^(−8g/h); the other half of the
+  interleaved slopes (m₂, m₄, … of the 2^(a+1)-head sequence); heads in reverse order; no absolute
+  value; the causal version (−∞ above the diagonal); slopes sorted steepest first. Reported by head
+  g = 1..h and positions (i, j).
+* t5_bucket: i − j (sign); bidirectional mixed up; one-sided buckets from |δ| (a future key in a
+  bucket of its own); no clamp at the last bucket. Reported by offset δ.
+* skew: its contract changed (issue 29): the queries are the *last* n_q of n_k positions, so the
+  chapter's square skew (n_q = n_k) is one case of it. Mistakes: the queries put at 0..n_q − 1; pad
+  on the wrong side (shifted by one); the first n_q entries of the padded memory kept (off by one
+  row); offsets read in reverse; not skewed at all. Reported by query t and key j.
+"""
+import math
+from functools import lru_cache
+
+import torch
+import torch.nn.functional as F
+
+from attnbook.checks.machinery import Case, Exercise, randn
+
+
+# ----------------------------------------------------------------------------------- rope
+@lru_cache
+def _llama_rope(d_h):
+    from transformers import LlamaConfig
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+
+    config = LlamaConfig(hidden_size=d_h, num_attention_heads=1, head_dim=d_h,
+                         rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+    return LlamaRotaryEmbedding(config)
+
+
+def _rope(x, positions):
+    from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+
+    cos, sin = _llama_rope(x.shape[-1])(x, positions[None])
+    return apply_rotary_pos_emb(x, x, cos[0], sin[0], unsqueeze_dim=0)[0].reshape(x.shape)
+
+
+def _rotated(x, positions, interleaved=False, exponent=2):
+    """RoPE written out (for mistakes): pairs (2l, 2l+1) or (l, l + d_h/2), ω_l = 10000^(−exponent·l/d_h)."""
+    d = x.shape[-1]
+    angles = positions[:, None] * 10000.0 ** (-exponent * torch.arange(d // 2) / d)
+    cos, sin = angles.cos(), angles.sin()
+    a, b = (x[..., 0::2], x[..., 1::2]) if interleaved else (x[..., :d // 2], x[..., d // 2:])
+    turned = (a * cos - b * sin, a * sin + b * cos)
+    return torch.stack(turned, -1).flatten(-2) if interleaved else torch.cat(turned, -1)
+
+
+def _rope_cases(g):
+    def case(shape, positions, what):
+        return Case(f"x {shape}, positions {positions}{what}", (randn(g, *shape), torch.tensor(positions)))
+
+    cases = [case((2, 3, 5, 8), [7, 3, 100, -2, 0], " (batch and head dims, out of order, negative)")]
+    leading = [(), (3,), (2, 3)]
+    for index, d_h in enumerate((2, 4, 8, 16, 64)):
+        lead = leading[index % 3]
+        cases += [case((*lead, 4, d_h), [0, 1, 2, 3], ""),
+                  case((*lead, 5, d_h), [7, 3, 100, -2, 0], " (out of order, negative)"),
+                  case((*leading[(index + 1) % 3], 3, d_h), [40, 41, 42], " (continuing after 40 cached)")]
+    cases += [case((1, 6), [5], " (n = 1)"), case((2, 4, 6), [-1, -5, -9, -3], " (all negative)")]
+    for shape in [(2, 3, 5), (4, 1)]:
+        cases.append(Case(f"x {shape} (odd d_h = {shape[-1]})", (randn(g, *shape), torch.arange(shape[-2])),
+                          raises=ValueError, note=f"d_h = {shape[-1]} is odd, so coordinate l has no partner "
+                          "l + d_h/2: raise a ValueError that says d_h must be even"))
+    return cases
+
+
+# ----------------------------------------------------------------------------------- alibi_bias
+def _alibi_slopes(h):
+    from transformers.models.bloom.modeling_bloom import build_alibi_tensor
+
+    # BLOOM's bias for keys 0, 1 is slope · (0, 1): column 1 holds each head's slope
+    return build_alibi_tensor(torch.ones(1, 2, dtype=torch.long), h, torch.float32)[:, 0, 1]
+
+
+def _geometric(h):
+    """m_g = 2^(−8g/h), g = 1..h: Press et al.'s slopes when h is a power of two."""
+    return 2.0 ** (-8 * torch.arange(1, h + 1) / h)
+
+
+def _other_half_slopes(h):
+    """The 2^a geometric slopes, then m₂, m₄, … of the 2^(a+1)-head sequence (for the mistake)."""
+    power = 2 ** math.floor(math.log2(h))
+    return torch.cat([_geometric(power), _geometric(2 * power)[1::2][:h - power]])
+
+
+def _alibi_from(slopes, n, distance=lambda i, j: -(i - j).abs()):
+    i, j = torch.arange(n)[:, None], torch.arange(n)
+    return slopes[:, None, None] * distance(i, j).float()
+
+
+def _alibi_bias(n, h):
+    return _alibi_from(_alibi_slopes(h), n)
+
+
+def _alibi_causal(n, h):
+    return _alibi_bias(n, h).masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), -math.inf)
+
+
+def _alibi_cases(g):
+    sizes = [(5, 4), (5, 6)] + [(1 + h % 7, h) for h in range(1, 25)]  # every head count up to 24
+    return [Case(f"n={n}, h={h}{'' if h & (h - 1) == 0 else ' (h not a power of two)'}", (n, h))
+            for n, h in sizes]
+
+
+def _head_and_positions(case, at):
+    return f"at head g = {at[0] + 1}, query i = {at[1]}, key j = {at[2]}:"
+
+
+# ----------------------------------------------------------------------------------- t5_bucket
+def _t5_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
+    from transformers.models.t5.modeling_t5 import T5Attention
+
+    return T5Attention._relative_position_bucket(relative_position, bidirectional, num_buckets, max_distance)
+
+
+def _t5_written_out(relative_position, bidirectional=True, num_buckets=32, max_distance=128,
+                    clamp=True, one_sided_distance=None):
+    """T5's bucketing written out (for mistakes): without the clamp at the last bucket, or with the
+    one-sided distance computed another way."""
+    half = num_buckets // 2 if bidirectional else num_buckets
+    exact = half // 2
+    side = (relative_position > 0).long() * half if bidirectional else 0
+    if bidirectional:
+        distance = relative_position.abs()
+    else:
+        distance = (one_sided_distance or (lambda r: (-r).clamp(min=0)))(relative_position)
+    log_ratio = torch.log(distance.float().clamp(min=1) / exact) / math.log(max_distance / exact)
+    far = exact + (log_ratio * (half - exact)).long()
+    return side + torch.where(distance < exact, distance, far.clamp(max=half - 1) if clamp else far)
+
+
+def _t5_cases(g):
+    n = 12
+    offsets = torch.arange(n)[None, :] - torch.arange(n)[:, None]
+    specs = [(offsets, {}, f"j − i for n={n}, defaults"),
+             (torch.arange(-300, 301), {}, "−300..300, defaults"),
+             (torch.arange(-300, 301), {"bidirectional": False}, "−300..300, bidirectional=False"),
+             (torch.arange(-200, 201), {"num_buckets": 16, "max_distance": 64},
+              "−200..200, 16 buckets, max_distance 64"),
+             (torch.arange(-50, 51), {"bidirectional": False, "num_buckets": 8, "max_distance": 20},
+              "−50..50, bidirectional=False, 8 buckets, max_distance 20"),
+             (torch.tensor([0]), {}, "[0]")]
+    return [Case(f"relative_position {what}", (rel,), kwargs) for rel, kwargs, what in specs]
+
+
+def _offset(case, at):
+    delta = int(case.args[0][at])
+    return f"at δ = {delta:+d}{f' (query {at[0]}, key {at[1]})' if len(at) == 2 else ''}:"
+
+
+# ----------------------------------------------------------------------------------- skew
+def _columns(n_q, n_k, reverse=False):
+    """Column of rel_logits that entry (t, j) reads: offset δ = j − p with p = n_k − n_q + t the query's
+    position; column r holds δ = r − (n_k − 1). Future keys (j > p) are clamped and not checked."""
+    t, j = torch.arange(n_q)[:, None], torch.arange(n_k)
+    delta = j - (n_k - n_q + t)
+    return (-delta if reverse else delta + n_k - 1).clamp(0, n_k - 1)
+
+
+def _up_to_own_position(n_q, n_k):
+    """True for the keys j ≤ n_k − n_q + t of query t: the entries the contract defines."""
+    return torch.arange(n_k) <= n_k - n_q + torch.arange(n_q)[:, None]
+
+
+def _gathered(rel_logits, columns):
+    return rel_logits.gather(-1, columns.expand(rel_logits.shape))
+
+
+def _skew(rel_logits):
+    # no library has this shift: gather the column of each entry's offset
+    return _gathered(rel_logits, _columns(*rel_logits.shape[-2:]))
+
+
+def _pad_skew(rel_logits, pad=(1, 0), drop=None):
+    """The skew by memory: pad a column, drop the first `drop` entries (n_q), read rows of n_k."""
+    n_q, n_k = rel_logits.shape[-2:]
+    flat = F.pad(rel_logits, pad).flatten(-2)[..., n_q if drop is None else drop:]
+    return flat[..., :n_q * n_k].reshape(rel_logits.shape)
+
+
+def _skew_at_start(rel_logits):
+    """Query t taken to sit at position t, as if there were no earlier keys (for the mistake)."""
+    n_q, n_k = rel_logits.shape[-2:]
+    t, j = torch.arange(n_q)[:, None], torch.arange(n_k)
+    return _gathered(rel_logits, (j - t + n_k - 1).clamp(0, n_k - 1))
+
+
+def _skew_cases(g):
+    shapes = [(4, 4), (2, 3, 5, 5), (1, 1), (2, 7), (2, 3, 4, 9), (1, 5), (3, 3, 6), (2, 1, 6)]
+    cases = []
+    for shape in shapes:
+        n_q, n_k = shape[-2:]
+        what = " (n_q = n_k = 1)" if n_k == 1 else " (n_q = n_k)" if n_q == n_k else " (n_q < n_k)"
+        cases.append(Case(f"rel_logits {shape}{what}", (randn(g, *shape),), note=(
+            "n_q < n_k: query t sits at position n_k − n_q + t, not t, and the padded memory, n_q rows of "
+            "n_k + 1, no longer splits into n_k + 1 rows of n_k" if n_q < n_k else "")))
+    return cases
+
+
+def _query_and_key(case, at):
+    batch = f" of batch entry {list(at[:-2])}" if len(at) > 2 else ""
+    return f"at query t = {at[-2]}, key j = {at[-1]}{batch}:"
+
+
+# ----------------------------------------------------------------------------------- the table
+EXERCISES = {
+    "rope": Exercise(
+        _rope_cases, _rope, "transformers' Llama RoPE (apply_rotary_pos_emb, base 10,000)",
+        "d_h 2..64, batch and head dims, positions not 0..n-1, negative positions; odd d_h refused", {
+            "this is the interleaved pairing (2l, 2l+1); the exercise asks for the half-split one "
+            "(l, l + d_h/2), as Llama in transformers":
+                lambda x, p: _rotated(x, p, interleaved=True),
+            "the frequencies are 10000^(−l/d_h); they are ω_l = 10000^(−2l/d_h)":
+                lambda x, p: _rotated(x, p, exponent=1),
+            "the positions are ignored (arange(n) is used); rotate row t by positions[t]":
+                lambda x, p: _rope(x, torch.arange(x.shape[-2])),
+            "the rotation goes the wrong way (by −θ): x·cos + rotate_half(x)·sin, rotate_half(x) = (−x₂, x₁)":
+                lambda x, p: _rope(x, -p)}),
+    "alibi_bias": Exercise(
+        _alibi_cases, _alibi_bias, "−m_g|i − j| with transformers' BLOOM ALiBi slopes (Press et al.'s)",
+        "every h from 1 to 24, n 1..7", {
+            "the sign is flipped: the bias is −m·|i − j|, a penalty":
+                lambda n, h: -_alibi_bias(n, h),
+            "these slopes 2^(−8g/h) hold only for h a power of two; Press et al. add "
+            "interleaved slopes from the next power of two for other h":
+                lambda n, h: _alibi_from(_geometric(h), n),
+            "the extra heads got m₂, m₄, … of the 2^(a+1)-head sequence, which repeat slopes already "
+            "used; Press et al. take m₁, m₃, m₅, …":
+                lambda n, h: _alibi_from(_other_half_slopes(h), n),
+            "the heads are in reverse order: head g = 1 is the steepest":
+                lambda n, h: _alibi_bias(n, h).flip(0),
+            "this is the causal bias, −∞ for keys after the query; the exercise asks for both "
+            "directions, −m_g|i − j| for j > i too":
+                _alibi_causal,
+            "there is no absolute value: m·(j − i) is right only for j ≤ i; the bias is −m·|i − j|":
+                lambda n, h: _alibi_from(_alibi_slopes(h), n, lambda i, j: j - i),
+            "the slopes are sorted steepest first; Press et al. (and transformers) put the "
+            "2^⌊log₂ h⌋ geometric ones first":
+                lambda n, h: _alibi_from(_alibi_slopes(h).sort(descending=True).values, n)},
+        where=_head_and_positions),
+    "t5_bucket": Exercise(
+        _t5_cases, _t5_bucket, "transformers' T5Attention._relative_position_bucket",
+        "δ −300..300, bidirectional and not, other bucket counts and distances", {
+            "this is i − j: the sign is flipped; relative_position is δ = j − i":
+                lambda r, bidirectional=True, **kw: _t5_bucket(-r, bidirectional, **kw),
+            "bidirectional and unidirectional are mixed up":
+                lambda r, bidirectional=True, **kw: _t5_bucket(r, not bidirectional, **kw),
+            "one-sided buckets were taken from |δ|, so a future key (δ > 0) gets a bucket of its own; "
+            "with bidirectional=False every δ > 0 goes to bucket 0 (distance max(−δ, 0))":
+                lambda r, bidirectional=True, **kw: _t5_written_out(r, bidirectional, **kw,
+                                                                    one_sided_distance=torch.abs),
+            "distances at or beyond max_distance are not clamped to the last bucket of their side":
+                lambda r, bidirectional=True, **kw: _t5_written_out(r, bidirectional, **kw, clamp=False)},
+        where=_offset),
+    "skew": Exercise(
+        _skew_cases, _skew, "a direct gather of column j − t + n_q − 1 (offset j − (n_k − n_q + t))",
+        "n_q = n_k and n_q < n_k, n 1..9, batch dims, the keys up to each query's position", {
+            "the queries were put at positions 0..n_q − 1; they are the last n_q of the n_k positions "
+            "(query t at n_k − n_q + t)":
+                _skew_at_start,
+            "the pad column went on the wrong side: this is shifted by one (offset δ + 1)":
+                lambda r: _pad_skew(r, pad=(0, 1)),
+            "the first n_q numbers of the padded memory were kept; drop them (for n_q = n_k: drop the "
+            "first row, not the last)":
+                lambda r: _pad_skew(r, drop=0),
+            "the offsets are read in reverse (column −δ); column r holds offset δ = r − (n_k − 1)":
+                lambda r: _gathered(r, _columns(*r.shape[-2:], reverse=True)),
+            "rel_logits came back unskewed":
+                lambda r: r.clone()},
+        checked=lambda r: _up_to_own_position(*r.shape[-2:]),
+        where=_query_and_key),
+}
