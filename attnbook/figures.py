@@ -1,5 +1,7 @@
 """Figures that are identical run to run: PNG everywhere, no SVG date or random ids."""
+import html
 import io
+import re
 
 import matplotlib
 from matplotlib.figure import Figure
@@ -31,6 +33,147 @@ def use_png_figures():
     original("retina")
     matplotlib.rcParams["svg.hashsalt"] = "attnbook"  # in case a reader saves an SVG after all
     matplotlib.rcParams["figure.dpi"] = 100
+    show_figures_with_words()
+
+
+# ------------------------------------------------ a figure in words, for screen readers in JupyterLab
+#: Marks the output that carries a figure's words (the website, which has the chapter's alt text, drops it).
+WORDS_KEY = "attnbook_figure_words"
+#: JupyterLab's own class for text that only screen readers read (it hides its mermaid figcaptions so).
+SCREEN_READER_ONLY = "jp-sr-only"
+
+
+def show_figures_with_words():
+    """Every figure a cell shows comes with its words, made at execution from the figure itself.
+
+    JupyterLab (4.6) draws an image output as an <img> without alt text, whatever the output's
+    metadata says. So after the image, one more output holds `in_words(fig)` in a paragraph with
+    JupyterLab's screen-reader-only class: read aloud after the picture, not seen. The image output
+    carries the same words as its `alt` metadata, which nbconvert's HTML export puts on the <img>.
+    The chapter's own alt text (cell metadata, `mystnb: image: alt:`) is what the website shows.
+    """
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if shell is None:
+        return
+    shell.display_formatter.ipython_display_formatter.for_type(Figure, show_with_words)
+
+
+def show_with_words(fig):
+    """Publish a figure as IPython would (PNG, text) with its words as `alt`, then the words for screen
+    readers (see show_figures_with_words)."""
+    from IPython import get_ipython
+    from IPython.display import publish_display_data
+
+    formatter = get_ipython().display_formatter
+    formatter.ipython_display_formatter.enabled = False  # the usual formats, without coming back here
+    try:
+        data, metadata = formatter.format(fig)
+    finally:
+        formatter.ipython_display_formatter.enabled = True
+    words = in_words(fig)
+    for mime in data:
+        if mime.startswith("image/"):
+            metadata[mime] = {**metadata.get(mime, {}), "alt": words}
+    publish_display_data(data, metadata)
+    publish_display_data({"text/plain": words,
+                          "text/html": f'<p class="{SCREEN_READER_ONLY}">{html.escape(words)}</p>'},
+                         {WORDS_KEY: True})
+    return True
+
+
+def in_words(fig):
+    """What a matplotlib figure shows, read from its parts: for each panel its kind, title, axes (with
+    the names on an axis that has names), legend and colour bar; the figure's titles and legends.
+    Nothing is read from the data, so the words are the same on every device."""
+    panels = [ax for ax in fig.axes if not hasattr(ax, "_colorbar") and _shows_something(ax)]
+    said = [f"Figure in words, {len(panels)} panel{'s' if len(panels) != 1 else ''}"]
+    titles = [_text(f.get_suptitle()) for f in [fig, *_subfigures(fig)] if f.get_suptitle()]
+    if titles:
+        said[0] += ": " + "; ".join(f"“{t}”" for t in titles)
+    for number, ax in enumerate(panels, 1):
+        parts = [_kind(ax)]
+        title = " ".join(t for t in (ax.get_title("left"), ax.get_title(), ax.get_title("right")) if t)
+        if title:
+            parts[0] += f" “{_text(title)}”"
+        for name, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+            label = _text(axis.get_label_text())
+            names = _names(axis)
+            scale = " (log scale)" if axis.get_scale() == "log" else ""
+            if label or names:
+                said_axis = f"{label} ({names})" if label and names else label or names
+                parts.append(f"{name} axis{scale}: {said_axis}")
+        colourbars = {id(cb): cb for image in [*ax.images, *ax.collections]
+                      if (cb := getattr(image, "colorbar", None)) is not None}
+        for cb in colourbars.values():
+            label = _text(cb.ax.get_ylabel() or cb.ax.get_xlabel())
+            parts.append("colour bar" + (f": {label}" if label else ""))
+        legend = ax.get_legend()
+        if legend is not None:
+            parts.append("legend: " + ", ".join(_text(t.get_text()) for t in legend.get_texts()))
+        said.append(f"{number}. " + "; ".join(parts))
+    for legend in [*fig.legends, *(lg for f in _subfigures(fig) for lg in f.legends)]:
+        said.append("legend: " + ", ".join(_text(t.get_text()) for t in legend.get_texts()))
+    return ". ".join(said) + "."
+
+
+def _subfigures(fig):
+    found = []
+    for sub in getattr(fig, "subfigs", []):
+        found += [sub, *_subfigures(sub)]
+    return found
+
+
+def _shows_something(ax):
+    return ax.axison or ax.images or ax.lines or ax.collections or ax.patches or ax.texts or ax.get_title()
+
+
+def _kind(ax):
+    from matplotlib.container import BarContainer
+    from matplotlib.projections.polar import PolarAxes
+
+    if isinstance(ax, PolarAxes):
+        return "dial"
+    if ax.images:
+        return "heatmap"
+    if any(isinstance(c, BarContainer) for c in ax.containers):
+        return "bar chart"
+    lines = [line for line in ax.lines if len(line.get_xdata()) > 2]
+    if lines and all(line.get_linestyle() in ("None", "", " ") for line in lines):
+        return "scatter plot"
+    if lines:
+        return "line plot"
+    if not ax.axison:
+        return "drawing"
+    return "grid" if ax.patches or ax.collections else "panel"
+
+
+def _names(axis, most=12):
+    """The tick labels of an axis whose ticks the code named with words (the, cat, ...), else ''."""
+    from matplotlib.category import StrCategoryFormatter
+    from matplotlib.ticker import FixedFormatter, FuncFormatter
+
+    if not isinstance(axis.get_major_formatter(), (FixedFormatter, FuncFormatter, StrCategoryFormatter)):
+        return ""
+    labels = [_text(t.get_text()) for t in axis.get_majorticklabels() if t.get_text()]
+    if not any(re.search(r"[^\W\d_]", label) for label in labels):  # numbers only: not names
+        return ""
+    return ", ".join(labels[:most]) + (", …" if len(labels) > most else "")
+
+
+def _text(text):
+    """A label as a screen reader should say it: TeX's $ and \\mathbf dropped, lines joined."""
+    text = text.replace("$", "")
+    for tex, said in TEX_WORDS.items():
+        text = text.replace(tex, said)
+    text = re.sub(r"\\[A-Za-z]+\{([^{}]*)\}", r"\1", text)  # \mathbf{p} -> p
+    text = re.sub(r"\\[A-Za-z]+\s?|[{}]", "", text)
+    return " ".join(text.split())
+
+
+TEX_WORDS = {"\\cdot": "·", "\\ell": "ℓ", "\\omega": "ω", "\\alpha": "α", "\\delta": "δ",
+             "\\lambda": "λ", "\\theta": "θ", "\\top": "ᵀ", "\\times": "×"}
 
 
 def png_bytes(fig, dpi=100):

@@ -27,6 +27,12 @@ writing into an array an artist holds): anything else keeps the picture it had w
 Never out of step: when `draw` raises ValueError the readout shows its one-line message and the
 last picture is shown greyed out (`live.shown` is None, `live.error` the message) until a valid
 value draws again.
+
+Said in words: `describe(**values)`, the section's own describing function (the website's
+precomputed pictures take their alt text from it too), says what the picture shows for the values
+it was drawn for. An ipywidgets Image is a bare <img> that cannot carry alt text, so the words sit
+right after it in a paragraph only screen readers read (JupyterLab's `jp-sr-only`); the stored PNG
+carries them as its `alt` metadata. Without `describe`, the words are `figures.in_words(fig)`.
 """
 import base64
 import html
@@ -42,6 +48,8 @@ from matplotlib.spines import Spine
 from matplotlib.text import Text
 from matplotlib.transforms import Bbox
 from PIL import Image, ImageOps
+
+from attnbook.figures import SCREEN_READER_ONLY, in_words
 
 SCALE = 2  # bitmap pixels per CSS pixel
 TRACK_PX = 100  # the least a slider's track may get, in CSS pixels
@@ -73,8 +81,10 @@ class LiveFigure:
     it is stale) and `error` the message shown (None when there is none).
     """
 
-    def __init__(self, fig, draw, **controls):
+    def __init__(self, fig, draw, describe=None, **controls):
         self.fig, self.draw, self.controls = fig, draw, controls
+        self.describe = describe or (lambda **values: in_words(fig))
+        self.description = None  # the picture in words (see the module's docstring)
         self.canvas = FigureCanvasAgg(fig)
         # the size the reader sees, in CSS pixels; the bitmap is drawn SCALE times as dense
         self.css_size = tuple(round(v) for v in fig.get_size_inches() * fig.dpi)
@@ -94,12 +104,14 @@ class LiveFigure:
             align_self="flex-start", width=f"{self.css_size[0]}px", max_width="100%", height="auto",
             margin="2px 0px"))
         self.readout = widgets.HTML()
+        self.words = widgets.HTML()  # self.description, for screen readers only
         for control in controls.values():
             _fit(control)
             control.observe(self.refresh, names="value")
         row = widgets.Box(list(controls.values()), layout=widgets.Layout(
             display="flex", flex_flow="row wrap", align_items="center", width="100%"))
-        self.box = widgets.VBox([row, self.readout, self.image], layout=widgets.Layout(max_width="100%"))
+        self.box = widgets.VBox([row, self.readout, self.image, self.words],
+                                layout=widgets.Layout(max_width="100%"))
         self.refresh()
 
     def values(self):
@@ -113,12 +125,19 @@ class LiveFigure:
             self.error, self.shown = one_line(error), None
             message = html.escape(self.error)
             self.readout.value = f"<span style='color:#b00'>Cannot show this: {message}</span>"
+            self._say(f"Out of date, greyed out: {self.description}" if self.description
+                      and not self.description.startswith("Out of date") else self.description)
             self._show(self._encode(**LIVE_FORMAT), values, stale=True)
             return False
         self._show(self.render(), values, stale=False)
         self.readout.value = readout or ""
         self.shown, self.error = values, None
+        self._say(self.describe(**values))
         return True
+
+    def _say(self, description):
+        self.description = description
+        self.words.value = f'<p class="{SCREEN_READER_ONLY}">{html.escape(description or "")}</p>'
 
     def _show(self, image, values, stale):
         """Send the picture with classes that say what it is for, in one message (a page can check it).
@@ -300,7 +319,7 @@ class LiveFigure:
         # the stored picture is as sharp as the live one: SCALE × the pixels, shown at the CSS size
         bundle["image/png"] = base64.b64encode(self._encode(format="png")).decode("ascii")
         width, height = self.css_size
-        return bundle, {"image/png": {"width": width, "height": height}}
+        return bundle, {"image/png": {"width": width, "height": height, "alt": self.description}}
 
 
 def _animated(artist):

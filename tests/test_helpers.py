@@ -1,5 +1,6 @@
 """Unit tests of the attnbook helpers."""
 import base64
+import html
 import io
 
 import ipywidgets as widgets
@@ -43,20 +44,53 @@ def test_cuda_kernel_without_gpu_says_so_in_one_line():
     assert "torch sees no GPU" in str(error.value) and "\n" not in str(error.value)
 
 
+def shown_outputs(fig):
+    """The outputs a kernel shows for display(fig): [(data, metadata)]."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.display import display
+    from IPython.utils.capture import capture_output
+
+    formatter = InteractiveShell.instance().display_formatter
+    formatter.active_types = formatter.format_types  # every format, as in a kernel
+    with capture_output() as captured:
+        display(fig)
+    return [(output.data, output.metadata) for output in captured.outputs]
+
+
 def test_d2l_figures_become_png():
     """After d2l asks for SVG, a figure still displays as PNG drawn at 2x and shown at its size."""
     from d2l import torch as d2l
-    from IPython.core.interactiveshell import InteractiveShell
 
     attnbook.use_png_figures()  # after importing d2l, as the notebooks do
     d2l.use_svg_display()
     fig = Figure(figsize=(3, 2), dpi=100)
     fig.subplots().plot([0, 1])
-    data, metadata = InteractiveShell.instance().display_formatter.format(fig)
+    (data, metadata), _ = shown_outputs(fig)
     assert "image/svg+xml" not in data and "image/png" in data
     width, height = Image.open(io.BytesIO(base64.b64decode(data["image/png"]))).size
     shown = metadata["image/png"]  # the size it is shown at, in CSS pixels
     assert (width // 2, height // 2) == (shown["width"], shown["height"])
+
+
+def test_a_figure_is_shown_with_its_words_for_screen_readers():
+    """After the image, an output only screen readers read in JupyterLab; the image's alt says the same."""
+    attnbook.use_png_figures()
+    fig = Figure(figsize=(4, 2))
+    bars, grid = fig.subplots(1, 2)
+    bars.bar(["the", "cat"], [0.3, 0.7])
+    bars.set(ylabel="weight $\\alpha$", title="weights of 'sat'")
+    image = grid.imshow(np.eye(2))
+    grid.set(xlabel="key j", ylabel="query i", yscale="linear")
+    fig.colorbar(image, ax=grid, label="$\\mathbf{p}_i\\cdot\\mathbf{p}_j$")
+    grid.legend(handles=[grid.plot([], [], label="mask")[0]])
+    (image_data, image_metadata), (words_data, words_metadata) = shown_outputs(fig)
+    words = attnbook.figures.in_words(fig)
+    assert words == ("Figure in words, 2 panels. 1. bar chart “weights of 'sat'”; x axis: the, cat; "
+                     "y axis: weight α. 2. heatmap; x axis: key j; y axis: query i; colour bar: p_i·p_j; "
+                     "legend: mask.")
+    assert "image/png" in image_data and image_metadata["image/png"]["alt"] == words
+    assert words_metadata == {attnbook.figures.WORDS_KEY: True} and words_data["text/plain"] == words
+    assert words_data["text/html"] == '<p class="jp-sr-only">' + html.escape(words) + "</p>"
 
 
 def small_figure():
@@ -335,7 +369,23 @@ def test_live_figure_output_carries_a_static_png():
     assert bundle["text/plain"] == "LiveFigure(n=3)"
     # as sharp as the live picture: twice the pixels, displayed at the figure's size
     assert Image.open(io.BytesIO(png)).size == (600, 400)
-    assert metadata == {"image/png": {"width": 300, "height": 200}}
+    assert metadata == {"image/png": {"width": 300, "height": 200, "alt": live.description}}
+
+
+def test_live_figure_says_its_picture_in_words():
+    """The section's describing function, for the values drawn; greyed out when they cannot be drawn."""
+    fig, draw = small_figure()
+    live = attnbook.LiveFigure(fig, draw, describe=lambda n: f"A line plot of the first {n} squares",
+                               n=widgets.IntSlider(3, min=-5))
+    assert live.description == "A line plot of the first 3 squares"
+    assert live.words.value == '<p class="jp-sr-only">A line plot of the first 3 squares</p>'
+    live.set(n=5)
+    assert live.description == "A line plot of the first 5 squares"
+    assert not live.set(n=0)
+    assert live.description == "Out of date, greyed out: A line plot of the first 5 squares"
+    assert live.set(n=2) and live.description == "A line plot of the first 2 squares"
+    plain = attnbook.LiveFigure(*small_figure(), n=widgets.IntSlider(3))
+    assert plain.description == attnbook.figures.in_words(plain.fig)
 
 
 def test_ipython_displays_the_static_png_at_its_size():
@@ -343,7 +393,8 @@ def test_ipython_displays_the_static_png_at_its_size():
 
     live = attnbook.LiveFigure(*small_figure(), n=widgets.IntSlider(3))
     data, metadata = DisplayFormatter().format(live)
-    assert "image/png" in data and metadata["image/png"] == {"width": 300, "height": 200}
+    assert "image/png" in data and metadata["image/png"] == {"width": 300, "height": 200,
+                                                            "alt": live.description}
 
 
 def test_median_ms_and_report(capsys):
