@@ -135,6 +135,8 @@ def _kind(ax):
 
     if isinstance(ax, PolarAxes):
         return "dial"
+    if not ax.axison or not (len(ax.get_xticks()) or len(ax.get_yticks())):  # no axes, or no scale on them
+        return "drawing"
     if ax.images:
         return "heatmap"
     if any(isinstance(c, BarContainer) for c in ax.containers):
@@ -144,8 +146,6 @@ def _kind(ax):
         return "scatter plot"
     if lines:
         return "line plot"
-    if not ax.axison:
-        return "drawing"
     return "grid" if ax.patches or ax.collections else "panel"
 
 

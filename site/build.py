@@ -6,7 +6,8 @@
 Steps: stage the sources (site/index.md, notebooks/*.ipynb, img/*) into _build/site-src/ as the
 repository lays them out; copy MathJax from site/node_modules (npm ci) into _build/site-static/mathjax;
 render each explorer's precomputed pictures into _build/site-static/explorers (site/explorers.py,
-cached); run Sphinx with -W (a warning fails the build).
+cached); build attnbook's wheel into _build/site-static (site/publish.py: the file every notebook
+pins, served from _static/); run Sphinx with -W (a warning fails the build).
 """
 import contextlib
 import fcntl
@@ -29,6 +30,7 @@ CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 
 sys.path.insert(0, str(SITE))
 import explorers  # noqa: E402
+import publish  # noqa: E402
 
 
 def stage():
@@ -43,11 +45,14 @@ def stage():
         shutil.copytree(ROOT / "img", SRC / "img", ignore=shutil.ignore_patterns("*.py", "*.md"))
 
 
-def mathjax():
+def npm_ci():
+    subprocess.run(["npm", "ci", "--prefix", str(SITE), "--no-audit", "--no-fund", "--loglevel=error"], check=True)
+
+
+def mathjax(target=STATIC / "mathjax"):
+    """The parts of MathJax the pages use, copied to `target` (the slides' own copy: site/slides.py)."""
     if not MATHJAX.is_dir():  # make site installs it first; a test run alone does it here
-        subprocess.run(["npm", "ci", "--prefix", str(SITE), "--no-audit", "--no-fund", "--loglevel=error"],
-                       check=True)
-    target = STATIC / "mathjax"
+        npm_ci()
     stamp = target / ".version"
     version = (MATHJAX.parent / "package.json").read_text()
     if stamp.exists() and stamp.read_text() == version:
@@ -86,6 +91,7 @@ def prepare():
 def html():
     start = time.perf_counter()
     prepare()
+    publish.build_wheel(STATIC)  # _static/attnbook-*.whl: what a notebook opened alone installs
     rendered = time.perf_counter()
     shutil.rmtree(BUILD / "html", ignore_errors=True)  # nothing left from an older build (pictures, images)
     sphinx("html", BUILD / "html")
@@ -116,8 +122,11 @@ def pdf(out=BUILD / "book.pdf"):
         # deeper parts open (the whole book); folded plumbing and answers stay as on the page
         page.evaluate("() => document.querySelectorAll('details.deeper').forEach((d) => { d.open = true; })")
         page.emulate_media(media="print")
+        # tagged: a PDF with structure (headings, reading order, each figure's alt text as its /Alt), which
+        # a screen reader reads; outline: the headings as bookmarks
         page.pdf(path=str(out), format="A4", print_background=True, scale=0.8,  # wide equations fit
-                 margin={"top": "15mm", "bottom": "15mm", "left": "12mm", "right": "12mm"})
+                 margin={"top": "15mm", "bottom": "15mm", "left": "12mm", "right": "12mm"},
+                 tagged=True, outline=True)
         browser.close()
     print(f"pdf: {out.relative_to(ROOT)} ({out.stat().st_size / 1e6:.1f} MB)")
 

@@ -6,8 +6,9 @@ reads; every cell up to it when that run errs or draws another picture at the de
 notebook stores) are run in a kernel (nbclient, working directory notebooks/); then that
 LiveFigure is driven through the grid in the same kernel:
 `live.set(d=..., n=..., <other controls at their defaults>)`, and the picture it shows
-(`live.image.value`, the JPEG the live widget sends, as WebP at quality 80: ~100 kB) and its
-readout are written to `<out>/<section>/`: one file per distinct picture (named by its hash) and
+(`live.image.value`, the JPEG the live widget sends, as WebP at quality 80: ~100 kB), its
+readout and its words (`live.description`, from the section's describing function: the picture's
+alt text) are written to `<out>/<section>/`: one file per distinct picture (named by its hash) and
 `manifest.json`.
 
 The grid: for d and for n, up to GRID_SIZE of the slider's own valid values, spread geometrically
@@ -119,6 +120,7 @@ def _site_drive(out, grid_size):
                 (out / name).write_bytes(data)
             text = html.unescape(re.sub(r'<[^>]+>', '', live.readout.value or ''))
             pictures[f'{d},{n}'] = {'src': name, 'readout': text, 'error': live.error,
+                                    'alt': live.description,  # the section's describing function
                                     'shown': {k: str(v) for k, v in live.values().items()}}
     show(setting(defaults['d'], defaults['n']) if chosen_option is None else dict(defaults))
     labels = {name: (getattr(controls[name], 'description', '') or name) for name in ('d', 'n')}

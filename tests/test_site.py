@@ -3,27 +3,30 @@
 The site is built first when _build/html is missing or older than what it is made from (the
 notebooks, site/, attnbook/, pyproject.toml), then served from localhost. Every request to another
 host is blocked and recorded: any such attempt fails the test. On every page: each equation is
-typeset (MathJax containers present, no raw $$, \\( or \\[ left in the text), every image loads, the
-console shows no error. On every section: the precomputed explorer's d and n sliders change the
-picture and the readout together (a step is timed: input event -> new picture decoded and painted;
+typeset (MathJax containers present, no raw $$, \\( or \\[ left in the text), every image loads and
+has an alt text in words (not a file name: tests/test_alt_text.py's rule), the console shows no
+error. On every section: the precomputed explorer's d and n sliders change the picture, its alt text
+(the section's describing function) and the readout together (a step is timed: input event -> new
+picture decoded and painted;
 the median is printed as a `measured:` line and written to test-artifacts/site.txt, target < 50 ms),
 and the launch (Binder, JupyterHub/nbgitpuller, Colab) and download links are well formed and the
 downloads exist in the build. Screenshots of a failing page go to test-artifacts/; a section's
 explorer is always saved at 1280 x 800 and at 150 % zoom (test-artifacts/site-*.png).
 """
-import functools
-import http.server
+import hashlib
 import json
 import os
 import pathlib
 import statistics
 import sys
-import threading
 import tomllib
+import urllib.request
 from urllib.parse import parse_qs, urlparse
 
 import pytest
+from localhost import serve
 from measured import ARTIFACTS, record
+from test_alt_text import FILE_NAME
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 HTML = ROOT / "_build" / "html"
@@ -56,6 +59,11 @@ IMAGES = """async () => {
         .map((img) => img.currentSrc || img.src);
 }"""
 
+# Every <img> on the page with an alt text that is missing, empty or a file name: [src, alt].
+NAMELESS = """(pattern) => [...document.images]
+    .filter((img) => !(img.alt || '').trim() || new RegExp(pattern, 'i').test(img.alt.trim()))
+    .map((img) => [img.getAttribute('src'), img.getAttribute('alt')])"""
+
 # One step of a slider, as the reader's input event, until the new picture is decoded and painted.
 STEP = """async ([name, index]) => {
     const box = document.querySelector('.attnbook-explorer.explorer-live');
@@ -66,7 +74,7 @@ STEP = """async ([name, index]) => {
     await img.decode();
     await new Promise((ok) => requestAnimationFrame(ok));  // the frame that shows it
     return {ms: performance.now() - start, src: img.getAttribute('src'), key: img.dataset.key,
-            values: box.querySelector('.explorer-values').textContent,
+            values: box.querySelector('.explorer-values').textContent, alt: img.alt,
             readout: box.querySelector('.explorer-readout').textContent,
             output: input.nextElementSibling.textContent};
 }"""
@@ -93,18 +101,8 @@ def site():
         import build
 
         build.html()
-    handler = functools.partial(QuietHandler, directory=str(HTML))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
-
-
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
+    with serve(HTML) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -163,6 +161,8 @@ def test_page_is_offline_typeset_and_whole(site, browser, path):
             assert math["count"] > 0 and math["containers"] >= math["count"], math
         broken = view.page.evaluate(IMAGES)
         assert broken == [], f"images that did not load: {broken}"
+        nameless = view.page.evaluate(NAMELESS, FILE_NAME.pattern)
+        assert nameless == [], f"images without an alt text in words: {nameless}"
         assert view.errors == [], f"console errors: {view.errors}"
         assert view.foreign == [], f"requests to other hosts: {view.foreign}"
     except Exception:
@@ -195,6 +195,8 @@ def test_precomputed_explorer_moves(site, browser, section):
                 assert step["src"].endswith(picture["src"]), step
                 assert step["output"] == str(manifest[name][index[name]]), step
                 assert step["readout"] in (picture["readout"], f"Cannot show this: {picture['error']}")
+                # the section's describing function, for these values (site/explorers.py)
+                assert step["alt"] == picture["alt"] and (picture["error"] or f"n = {n}" in step["alt"]), step
                 if picture["src"] != before.rsplit("/", 1)[-1]:
                     timings.append(step["ms"])
         assert timings, "no slider step changed the picture"
@@ -280,3 +282,16 @@ def test_search_finds_a_word_of_the_book(site, browser):
         raise
     finally:
         view.page.close()
+
+
+def test_the_website_serves_the_wheel_the_notebooks_pin(site):
+    """What a notebook opened alone downloads: _static/attnbook-<version>-py3-none-any.whl, the very
+    file (sha256) its first cell pins (site/publish.py)."""
+    sys.path.insert(0, str(ROOT / "site"))
+    import publish
+
+    _, version, digest = publish.pinned(publish.first_code_cell(ROOT / "notebooks" / f"{SECTIONS[0]}.ipynb"))
+    with urllib.request.urlopen(f"{site}/_static/attnbook-{version}-py3-none-any.whl") as response:
+        served = hashlib.sha256(response.read()).hexdigest()
+    assert served == digest, (f"the website's wheel has sha256 {served[:12]}..., the notebooks pin "
+                              f"{digest[:12]}...: run make pin notebooks site")

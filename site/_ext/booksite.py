@@ -7,11 +7,18 @@
   - widgets: no live widget works on a page without a kernel, so no widget state and no widget view
     is kept (myst-nb would otherwise load require.js and the ipywidgets embedder from a CDN); an
     output that is nothing but a widget is dropped, one that carries a picture keeps the picture;
+  - a figure's words for JupyterLab's screen readers (attnbook.figures.show_with_words) are dropped:
+    the page's <img> has the chapter's own alt text (cell metadata `mystnb: image: alt:`);
   - the explorer (the output that shows an attnbook.LiveFigure) becomes a placeholder that is
     filled, when the page is written, with the pictures precomputed by site/explorers.py.
 * doctree-read: a deeper part (a heading cell tagged `deeper` and what follows up to the next heading
   of the same or a higher level: the heading's section) is marked; when the page is written it
   becomes one <details> whose <summary> is the heading (folded, as in JupyterLab).
+* doctree-resolved: a section's page links its deck (`make slides`, site/slides.py), which lies at
+  `booksite_slides`/<section>.html relative to the site's root (_build/slides beside _build/html).
+* a fold's summary (myst-nb's hide-input/-output/-cell) is named by its visible words ("Show code
+  cell source"), not by myst-nb's aria-label "Toggle hidden content" that a screen reader would say
+  instead (WCAG 2.5.3, label in name); site/_templates does the same for the theme's search button.
 * html-page-context: the student edition (_build/student/<section>.ipynb, `make student`) joins the
   page's download menu when it exists.
 """
@@ -24,10 +31,12 @@ import shutil
 
 import nbformat
 from docutils import nodes
+from myst_nb.sphinx_ import HideCodeCellNode, depart_HideCellInput
 from sphinx.util import logging
 
 logger = logging.getLogger(__name__)
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+FIGURE_WORDS = "attnbook_figure_words"  # attnbook.figures.WORDS_KEY: the output a page drops
 EXPLORER_CLASS = "attnbook-explorer"
 DEEPER_CLASS = "deeper-part"
 HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
@@ -53,6 +62,11 @@ def add_tag(cell, tag):
 
 def is_explorer(output):
     return output.get("data", {}).get("text/plain", "").startswith("LiveFigure(")
+
+
+def is_figure_words(output):
+    """The words of a figure for JupyterLab's screen readers: a page and a deck have its alt text instead."""
+    return bool(output.get("metadata", {}).get(FIGURE_WORDS))
 
 
 def prepare(text, section, has_pictures):
@@ -83,6 +97,8 @@ def prepare(text, section, has_pictures):
         outputs = []
         for output in cell.get("outputs", []):
             data = output.get("data")
+            if is_figure_words(output):
+                continue
             if data is not None and is_explorer(output) and has_pictures:
                 outputs.append(nbformat.v4.new_output(
                     "display_data", data={"text/html": f'<div class="{EXPLORER_CLASS}" '
@@ -138,8 +154,14 @@ def spoken(name):
 
 
 def explorer_html(app, docname, section):
-    manifest = json.loads((explorer_dir(app) / section / "manifest.json").read_text())
-    base = f"{relative_static(app, docname)}/explorers/{section}/"
+    return explorer_markup(explorer_dir(app) / section, f"{relative_static(app, docname)}/explorers/{section}/",
+                           app.config.booksite_launch.get(section, ""))
+
+
+def explorer_markup(folder, base, launch=""):
+    """The precomputed explorer whose manifest.json is in `folder`, its pictures read from `base`
+    (a URL folder), with a link to the live notebook at `launch`: the page's and the slides'."""
+    manifest = json.loads((folder / "manifest.json").read_text())
     d, n = manifest["default"]["d"], manifest["default"]["n"]
     first = manifest["pictures"][f"{d},{n}"]
     others = ", ".join(f"{spoken(name)} = {value}" for name, value in manifest["others"].items())
@@ -149,7 +171,6 @@ def explorer_html(app, docname, section):
             "; " + ", ".join(f"{spoken(k)} = {v}" for k, v in manifest["others"].items()
                              if k and v != chosen[1])
             if len(manifest["others"]) > 1 else "")
-    launch = app.config.booksite_launch.get(section, "")
     sliders = []
     for name in ("d", "n"):
         values = manifest[name]
@@ -162,7 +183,7 @@ def explorer_html(app, docname, section):
             f'aria-label="{name}: one of {len(values)} precomputed values">'
             f'<output>{manifest["default"][name]}</output></label>')
     lite = {key: manifest[key] for key in ("d", "n", "default")}
-    lite["pictures"] = {key: {"src": p["src"], "readout": p["readout"], "error": p["error"]}
+    lite["pictures"] = {key: {"src": p["src"], "readout": p["readout"], "error": p["error"], "alt": p["alt"]}
                         for key, p in manifest["pictures"].items()}
     data = json.dumps(lite, ensure_ascii=False).replace("</", "<\\/")
     link = (f' <a class="explorer-launch reference external" href="{html.escape(launch)}">Launch the live '
@@ -174,16 +195,30 @@ def explorer_html(app, docname, section):
         f'{f" (other controls: {html.escape(others)})" if others else ""}.{link}</p>'
         f'<div class="explorer-controls">{"".join(sliders)}</div>'
         f'<p class="explorer-values" aria-live="polite">d = {d}, n = {n} (precomputed)</p>'
-        f'<p class="explorer-readout">{html.escape(first["readout"])}</p>'
+        f'<p class="explorer-readout" aria-live="polite">{html.escape(first["readout"])}</p>'
         f'<img class="explorer-picture" src="{html.escape(base + first["src"])}" '
         f'width="{manifest["width"]}" height="{manifest["height"]}" '
-        f'alt="The explorer\'s figure for the values shown above">'
+        f'alt="{html.escape(first["alt"])}">'
         f'<script type="application/json" class="explorer-data">{data}</script></div>')
+
+
+def link_slides(app, doctree, docname):
+    """A line under a section page's title: the link to its deck."""
+    page = app.builder.get_target_uri(docname)
+    section = docname.rsplit("/", 1)[-1]
+    href = posixpath.relpath(f"{app.config.booksite_slides}/{section}.html", posixpath.dirname(page) or ".")
+    first = doctree.next_node(nodes.section)
+    title = first.next_node(nodes.title)
+    first.insert(first.index(title) + 1, nodes.raw("", (
+        f'<p class="slides-link"><a href="{html.escape(href)}">Slides of this lecture</a> '
+        '(its main line as a deck, with the explorer; S opens the speaker notes)</p>'), format="html"))
 
 
 def on_doctree_resolved(app, doctree, docname):
     if app.builder.format != "html":
         return
+    if app.builder.name == "html" and app.config.booksite_slides and docname.startswith("notebooks/"):
+        link_slides(app, doctree, docname)
     for raw in list(doctree.findall(nodes.raw)):
         match = re.search(rf'class="{EXPLORER_CLASS}" data-section="([^"]+)"', raw.astext())
         if match:
@@ -217,10 +252,25 @@ def on_page_context(app, pagename, templatename, context, doctree):
                 "label": "download-student-button"})
 
 
+def visit_fold(self, node):
+    """myst-nb's fold without its aria-label: the summary's name is the prompt it shows."""
+    self.body.append(f'<details class="admonition hide {" ".join(node["classes"])}">\n<summary>\n')
+    for state, prompt in (("collapsed", node["prompt_show"]), ("expanded", node["prompt_hide"])):
+        self.body.append(f'<p class="{state} admonition-title">{html.escape(prompt)}</p>\n')
+    self.body.append("</summary>\n")
+
+
+def add_templates(app, config):
+    config.templates_path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "_templates"))
+
+
 def setup(app):
+    app.add_node(HideCodeCellNode, override=True, html=(visit_fold, depart_HideCellInput))
+    app.connect("config-inited", add_templates)
     app.add_config_value("booksite_explorers", "", "html")
     app.add_config_value("booksite_student", "", "html")
     app.add_config_value("booksite_launch", {}, "html")
+    app.add_config_value("booksite_slides", "", "html")
     app.connect("source-read", on_source_read)
     app.connect("doctree-read", on_doctree_read)
     app.connect("doctree-resolved", on_doctree_resolved)

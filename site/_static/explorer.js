@@ -24,6 +24,7 @@
       inputs.d.nextElementSibling.textContent = d;
       inputs.n.nextElementSibling.textContent = n;
       img.src = base + picture.src;
+      img.alt = picture.alt;  // the section's describing function, for these values (site/explorers.py)
       img.dataset.key = d + "," + n;
       img.classList.toggle("explorer-stale", Boolean(picture.error));
       values.textContent = "d = " + d + ", n = " + n + " (precomputed)";
