@@ -221,7 +221,8 @@ def test_notebook_runs_and_sliders_redraw(lab, browser, section):
 
         notebook = page.locator(".jp-NotebookPanel:visible")
         box = notebook.locator(".widget-vbox").filter(has=page.locator("img.attnbook-figure")).first
-        image, readout = box.locator("img.attnbook-figure"), box.locator(".widget-html-content")
+        # the first HTML widget is the readout; the last holds the picture's words for screen readers
+        image, readout = box.locator("img.attnbook-figure"), box.locator(".widget-html-content").first
         image.scroll_into_view_if_needed()
         image.evaluate(WATCH_IMAGE)
         if choice:
