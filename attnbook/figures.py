@@ -167,8 +167,9 @@ def _text(text):
     text = text.replace("$", "")
     for tex, said in TEX_WORDS.items():
         text = text.replace(tex, said)
-    text = re.sub(r"\\[A-Za-z]+\{([^{}]*)\}", r"\1", text)  # \mathbf{p} -> p
-    text = re.sub(r"\\[A-Za-z]+\s?|[{}]", "", text)
+    text = re.sub(r"\\math[a-z]*\{([^{}]*)\}", r"\1", text)  # \mathbf{p} -> p
+    text = re.sub(r"\\([A-Za-z]+)\s?", r"\1 ", text)  # \sin x -> sin x
+    text = re.sub(r"\\.|[{}]", "", text)  # spacing (\,) and braces
     return " ".join(text.split())
 
 
