@@ -22,7 +22,7 @@ import attnbook
 from attnbook import device as book_device
 from attnbook.checks import EXERCISES, check
 from attnbook.checks.section2 import _attention_flops
-from attnbook.checks.section5 import _ntk_frequencies
+from attnbook.checks.section6 import _ntk_frequencies
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 

@@ -1,7 +1,5 @@
 """Section 4's exercises (relative positional encoding) and the mistakes each names.
 
-* rope: interleaved pairing; frequencies 10000^(−l/d_h); positions ignored (arange(n)); rotation the
-  wrong way. An odd d_h must raise a ValueError (no half-split pairs).
 * alibi_bias: sign flipped; the powers-of-two-only slopes 2^(−8g/h); the other half of the
   interleaved slopes (m₂, m₄, … of the 2^(a+1)-head sequence); heads in reverse order; no absolute
   value; the causal version (−∞ above the diagonal); slopes sorted steepest first. Reported by head
@@ -14,59 +12,11 @@
   row); offsets read in reverse; not skewed at all. Reported by query t and key j.
 """
 import math
-from functools import lru_cache
 
 import torch
 import torch.nn.functional as F
 
 from attnbook.checks.machinery import Case, Exercise, randn
-
-
-# ----------------------------------------------------------------------------------- rope
-@lru_cache
-def _llama_rope(d_h):
-    from transformers import LlamaConfig
-    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
-
-    config = LlamaConfig(hidden_size=d_h, num_attention_heads=1, head_dim=d_h,
-                         rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
-    return LlamaRotaryEmbedding(config)
-
-
-def _rope(x, positions):
-    from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
-
-    cos, sin = _llama_rope(x.shape[-1])(x, positions[None])
-    return apply_rotary_pos_emb(x, x, cos[0], sin[0], unsqueeze_dim=0)[0].reshape(x.shape)
-
-
-def _rotated(x, positions, interleaved=False, exponent=2):
-    """RoPE written out (for mistakes): pairs (2l, 2l+1) or (l, l + d_h/2), ω_l = 10000^(−exponent·l/d_h)."""
-    d = x.shape[-1]
-    angles = positions[:, None] * 10000.0 ** (-exponent * torch.arange(d // 2) / d)
-    cos, sin = angles.cos(), angles.sin()
-    a, b = (x[..., 0::2], x[..., 1::2]) if interleaved else (x[..., :d // 2], x[..., d // 2:])
-    turned = (a * cos - b * sin, a * sin + b * cos)
-    return torch.stack(turned, -1).flatten(-2) if interleaved else torch.cat(turned, -1)
-
-
-def _rope_cases(g):
-    def case(shape, positions, what):
-        return Case(f"x {shape}, positions {positions}{what}", (randn(g, *shape), torch.tensor(positions)))
-
-    cases = [case((2, 3, 5, 8), [7, 3, 100, -2, 0], " (batch and head dims, out of order, negative)")]
-    leading = [(), (3,), (2, 3)]
-    for index, d_h in enumerate((2, 4, 8, 16, 64)):
-        lead = leading[index % 3]
-        cases += [case((*lead, 4, d_h), [0, 1, 2, 3], ""),
-                  case((*lead, 5, d_h), [7, 3, 100, -2, 0], " (out of order, negative)"),
-                  case((*leading[(index + 1) % 3], 3, d_h), [40, 41, 42], " (continuing after 40 cached)")]
-    cases += [case((1, 6), [5], " (n = 1)"), case((2, 4, 6), [-1, -5, -9, -3], " (all negative)")]
-    for shape in [(2, 3, 5), (4, 1)]:
-        cases.append(Case(f"x {shape} (odd d_h = {shape[-1]})", (randn(g, *shape), torch.arange(shape[-2])),
-                          raises=ValueError, note=f"d_h = {shape[-1]} is odd, so coordinate l has no partner "
-                          "l + d_h/2: raise a ValueError that says d_h must be even"))
-    return cases
 
 
 # ----------------------------------------------------------------------------------- alibi_bias
@@ -209,18 +159,6 @@ def _query_and_key(case, at):
 
 # ----------------------------------------------------------------------------------- the table
 EXERCISES = {
-    "rope": Exercise(
-        _rope_cases, _rope, "transformers' Llama RoPE (apply_rotary_pos_emb, base 10,000)",
-        "d_h 2..64, batch and head dims, positions not 0..n-1, negative positions; odd d_h refused", {
-            "this is the interleaved pairing (2l, 2l+1); the exercise asks for the half-split one "
-            "(l, l + d_h/2), as Llama in transformers":
-                lambda x, p: _rotated(x, p, interleaved=True),
-            "the frequencies are 10000^(−l/d_h); they are ω_l = 10000^(−2l/d_h)":
-                lambda x, p: _rotated(x, p, exponent=1),
-            "the positions are ignored (arange(n) is used); rotate row t by positions[t]":
-                lambda x, p: _rope(x, torch.arange(x.shape[-2])),
-            "the rotation goes the wrong way (by −θ): x·cos + rotate_half(x)·sin, rotate_half(x) = (−x₂, x₁)":
-                lambda x, p: _rope(x, -p)}),
     "alibi_bias": Exercise(
         _alibi_cases, _alibi_bias, "−m_g|i − j| with transformers' BLOOM ALiBi slopes (Press et al.'s)",
         "every h from 1 to 24, n 1..7", {

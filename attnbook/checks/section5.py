@@ -1,72 +1,74 @@
-"""Section 5's exercises (positions at scale) and the mistakes each names.
+"""Section 5's exercises (rotary position embedding) and the mistakes each names.
 
-* ntk_frequencies: base·scale (exponent missing); the exponent l/d instead of 2l/d; position
-  interpolation (ω/scale); scale ignored; float32 result; float32 arithmetic cast to float64.
-  Reported by pair ℓ. d = 2 must raise a ValueError (d/(d − 2) divides by zero).
-* position_ids: padding ignored (arange); starts at 1.
+* rope: interleaved pairing; frequencies 10000^(−l/d_h); positions ignored (arange(n)); rotation the
+  wrong way. An odd d_h must raise a ValueError (no half-split pairs).
 """
+from functools import lru_cache
+
 import torch
 
-from attnbook.checks.machinery import Case, Exercise
+from attnbook.checks.machinery import Case, Exercise, randn
 
 
-# ----------------------------------------------------------------------------------- ntk_frequencies
-def _ntk_frequencies(d, base, scale, dtype=torch.float64, pair_exponent=2):
-    # transformers' dynamic NTK at factor 1 and seq_len = scale · max_position_embeddings, whose base is
-    # this one (tests/test_check.py checks they agree); transformers computes in float32, the contract float64
-    scaled = base * scale ** (d / (d - 2))
-    return (scaled ** (-pair_exponent * torch.arange(d // 2, dtype=torch.float64) / d)).to(dtype)
+# ----------------------------------------------------------------------------------- rope
+@lru_cache
+def _llama_rope(d_h):
+    from transformers import LlamaConfig
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+
+    config = LlamaConfig(hidden_size=d_h, num_attention_heads=1, head_dim=d_h,
+                         rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+    return LlamaRotaryEmbedding(config)
 
 
-def _ntk_cases(g):
-    specs = [(8, 10000, 4), (128, 10000, 8), (64, 500000.0, 2.0), (6, 10000, 2.5), (4, 10000, 1),
-             (16, 10000, 16)]
-    cases = [Case(f"d={d}, base={base}, scale={scale}", (d, base, scale)) for d, base, scale in specs]
-    return cases + [Case("d=2, base=10000, scale=4 (one pair)", (2, 10000, 4), raises=ValueError, note=(
-        "with d = 2 the exponent d/(d − 2) divides by zero (the one pair is both pair 0, which keeps its "
-        "frequency, and the last pair, which is slowed by the scale): raise a ValueError that says d ≥ 4"))]
+def _rope(x, positions):
+    from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+
+    cos, sin = _llama_rope(x.shape[-1])(x, positions[None])
+    return apply_rotary_pos_emb(x, x, cos[0], sin[0], unsqueeze_dim=0)[0].reshape(x.shape)
 
 
-# ----------------------------------------------------------------------------------- position_ids
-def _position_ids(attention_mask):
-    from transformers.generation.utils import GenerationMixin
-
-    # generate()'s own position ids from the mask (its `self` is not used on this path)
-    prepare = GenerationMixin._prepare_position_ids_for_generation
-    return prepare(None, attention_mask, {"attention_mask": attention_mask})
-
-
-def _position_ids_cases(g):
-    masks = [[[0, 0, 1, 1, 1], [1, 1, 1, 1, 1], [0, 1, 1, 1, 1]], [[1, 1, 1]], [[0, 0, 0, 1]], [[1]],
-             [[0, 1], [1, 1]], [[0, 0, 0, 1, 1, 1], [0, 0, 1, 1, 1, 1]]]
-    return [Case(f"attention_mask {mask}", (torch.tensor(mask),)) for mask in masks]
+def _rotated(x, positions, interleaved=False, exponent=2):
+    """RoPE written out (for mistakes): pairs (2l, 2l+1) or (l, l + d_h/2), ω_l = 10000^(−exponent·l/d_h)."""
+    d = x.shape[-1]
+    angles = positions[:, None] * 10000.0 ** (-exponent * torch.arange(d // 2) / d)
+    cos, sin = angles.cos(), angles.sin()
+    a, b = (x[..., 0::2], x[..., 1::2]) if interleaved else (x[..., :d // 2], x[..., d // 2:])
+    turned = (a * cos - b * sin, a * sin + b * cos)
+    return torch.stack(turned, -1).flatten(-2) if interleaved else torch.cat(turned, -1)
 
 
+def _rope_cases(g):
+    def case(shape, positions, what):
+        return Case(f"x {shape}, positions {positions}{what}", (randn(g, *shape), torch.tensor(positions)))
+
+    cases = [case((2, 3, 5, 8), [7, 3, 100, -2, 0], " (batch and head dims, out of order, negative)")]
+    leading = [(), (3,), (2, 3)]
+    for index, d_h in enumerate((2, 4, 8, 16, 64)):
+        lead = leading[index % 3]
+        cases += [case((*lead, 4, d_h), [0, 1, 2, 3], ""),
+                  case((*lead, 5, d_h), [7, 3, 100, -2, 0], " (out of order, negative)"),
+                  case((*leading[(index + 1) % 3], 3, d_h), [40, 41, 42], " (continuing after 40 cached)")]
+    cases += [case((1, 6), [5], " (n = 1)"), case((2, 4, 6), [-1, -5, -9, -3], " (all negative)")]
+    for shape in [(2, 3, 5), (4, 1)]:
+        cases.append(Case(f"x {shape} (odd d_h = {shape[-1]})", (randn(g, *shape), torch.arange(shape[-2])),
+                          raises=ValueError, note=f"d_h = {shape[-1]} is odd, so coordinate l has no partner "
+                          "l + d_h/2: raise a ValueError that says d_h must be even"))
+    return cases
+
+
+# ----------------------------------------------------------------------------------- the table
 EXERCISES = {
-    "ntk_frequencies": Exercise(
-        _ntk_cases, _ntk_frequencies,
-        "transformers' dynamic NTK frequencies at factor 1 (its static form), pair by pair in float64",
-        "d 4..128, base 10⁴ and 5·10⁵, scale 1..16; d = 2 refused", {
-            "this is base·scale: the exponent d/(d−2) is missing (base' = base·scale^(d/(d−2)))":
-                lambda d, b, s: _ntk_frequencies(d, b * s, 1),
-            "the exponent is ℓ/d; it is 2ℓ/d (ω_ℓ = base'^(−2ℓ/d), ℓ = 0..d/2 − 1)":
-                lambda d, b, s: _ntk_frequencies(d, b, s, pair_exponent=1),
-            "this is position interpolation (ω/scale), not NTK-aware scaling of the base":
-                lambda d, b, s: _ntk_frequencies(d, b, 1) / s,
-            "the scale is ignored: these are RoPE's unscaled frequencies":
-                lambda d, b, s: _ntk_frequencies(d, b, 1),
-            "the result is float32; the contract asks for float64":
-                lambda d, b, s: _ntk_frequencies(d, b, s, torch.float32),
-            "this was computed in float32 and then converted: do the arithmetic in float64":
-                lambda d, b, s: _ntk_frequencies(d, b, s, torch.float32).double()},
-        where=lambda case, at: f"at pair ℓ = {at[0]}:"),
-    "position_ids": Exercise(
-        _position_ids_cases, _position_ids,
-        "transformers' generate() position ids (cumsum − 1) on the real tokens",
-        "left padding of 0..3, no padding, n = 1; the padded entries are not checked", {
-            "the padding is ignored (arange(n)): count from each row's first real token":
-                lambda m: torch.arange(m.shape[-1]).expand(m.shape),
-            "this starts at 1: the first real token has position 0 (cumsum − 1)":
-                lambda m: m.cumsum(-1)},
-        checked=lambda m: m == 1),
+    "rope": Exercise(
+        _rope_cases, _rope, "transformers' Llama RoPE (apply_rotary_pos_emb, base 10,000)",
+        "d_h 2..64, batch and head dims, positions not 0..n-1, negative positions; odd d_h refused", {
+            "this is the interleaved pairing (2l, 2l+1); the exercise asks for the half-split one "
+            "(l, l + d_h/2), as Llama in transformers":
+                lambda x, p: _rotated(x, p, interleaved=True),
+            "the frequencies are 10000^(−l/d_h); they are ω_l = 10000^(−2l/d_h)":
+                lambda x, p: _rotated(x, p, exponent=1),
+            "the positions are ignored (arange(n) is used); rotate row t by positions[t]":
+                lambda x, p: _rope(x, torch.arange(x.shape[-2])),
+            "the rotation goes the wrong way (by −θ): x·cos + rotate_half(x)·sin, rotate_half(x) = (−x₂, x₁)":
+                lambda x, p: _rope(x, -p)}),
 }
