@@ -2,6 +2,7 @@
 
 * rope: interleaved pairing; frequencies 10000^(−l/d_h); positions ignored (arange(n)); rotation the
   wrong way. An odd d_h must raise a ValueError (no half-split pairs).
+* position_ids: padding ignored (arange); starts at 1.
 """
 from functools import lru_cache
 
@@ -57,6 +58,21 @@ def _rope_cases(g):
     return cases
 
 
+# ----------------------------------------------------------------------------------- position_ids
+def _position_ids(attention_mask):
+    from transformers.generation.utils import GenerationMixin
+
+    # generate()'s own position ids from the mask (its `self` is not used on this path)
+    prepare = GenerationMixin._prepare_position_ids_for_generation
+    return prepare(None, attention_mask, {"attention_mask": attention_mask})
+
+
+def _position_ids_cases(g):
+    masks = [[[0, 0, 1, 1, 1], [1, 1, 1, 1, 1], [0, 1, 1, 1, 1]], [[1, 1, 1]], [[0, 0, 0, 1]], [[1]],
+             [[0, 1], [1, 1]], [[0, 0, 0, 1, 1, 1], [0, 0, 1, 1, 1, 1]]]
+    return [Case(f"attention_mask {mask}", (torch.tensor(mask),)) for mask in masks]
+
+
 # ----------------------------------------------------------------------------------- the table
 EXERCISES = {
     "rope": Exercise(
@@ -71,4 +87,13 @@ EXERCISES = {
                 lambda x, p: _rope(x, torch.arange(x.shape[-2])),
             "the rotation goes the wrong way (by −θ): x·cos + rotate_half(x)·sin, rotate_half(x) = (−x₂, x₁)":
                 lambda x, p: _rope(x, -p)}),
+    "position_ids": Exercise(
+        _position_ids_cases, _position_ids,
+        "transformers' generate() position ids (cumsum − 1) on the real tokens",
+        "left padding of 0..3, no padding, n = 1; the padded entries are not checked", {
+            "the padding is ignored (arange(n)): count from each row's first real token":
+                lambda m: torch.arange(m.shape[-1]).expand(m.shape),
+            "this starts at 1: the first real token has position 0 (cumsum − 1)":
+                lambda m: m.cumsum(-1)},
+        checked=lambda m: m == 1),
 }

@@ -3,7 +3,6 @@
 * ntk_frequencies: base·scale (exponent missing); the exponent l/d instead of 2l/d; position
   interpolation (ω/scale); scale ignored; float32 result; float32 arithmetic cast to float64.
   Reported by pair ℓ. d = 2 must raise a ValueError (d/(d − 2) divides by zero).
-* position_ids: padding ignored (arange); starts at 1.
 """
 import torch
 
@@ -27,21 +26,6 @@ def _ntk_cases(g):
         "frequency, and the last pair, which is slowed by the scale): raise a ValueError that says d ≥ 4"))]
 
 
-# ----------------------------------------------------------------------------------- position_ids
-def _position_ids(attention_mask):
-    from transformers.generation.utils import GenerationMixin
-
-    # generate()'s own position ids from the mask (its `self` is not used on this path)
-    prepare = GenerationMixin._prepare_position_ids_for_generation
-    return prepare(None, attention_mask, {"attention_mask": attention_mask})
-
-
-def _position_ids_cases(g):
-    masks = [[[0, 0, 1, 1, 1], [1, 1, 1, 1, 1], [0, 1, 1, 1, 1]], [[1, 1, 1]], [[0, 0, 0, 1]], [[1]],
-             [[0, 1], [1, 1]], [[0, 0, 0, 1, 1, 1], [0, 0, 1, 1, 1, 1]]]
-    return [Case(f"attention_mask {mask}", (torch.tensor(mask),)) for mask in masks]
-
-
 EXERCISES = {
     "ntk_frequencies": Exercise(
         _ntk_cases, _ntk_frequencies,
@@ -60,13 +44,4 @@ EXERCISES = {
             "this was computed in float32 and then converted: do the arithmetic in float64":
                 lambda d, b, s: _ntk_frequencies(d, b, s, torch.float32).double()},
         where=lambda case, at: f"at pair ℓ = {at[0]}:"),
-    "position_ids": Exercise(
-        _position_ids_cases, _position_ids,
-        "transformers' generate() position ids (cumsum − 1) on the real tokens",
-        "left padding of 0..3, no padding, n = 1; the padded entries are not checked", {
-            "the padding is ignored (arange(n)): count from each row's first real token":
-                lambda m: torch.arange(m.shape[-1]).expand(m.shape),
-            "this starts at 1: the first real token has position 0 (cumsum − 1)":
-                lambda m: m.cumsum(-1)},
-        checked=lambda m: m == 1),
 }
