@@ -28,7 +28,7 @@ from nbclient import NotebookClient
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SECTIONS = ["1-self-attention", "2-cnn-rnn-self-attention", "3-positional-encoding",
-            "4-relative-positional-encoding", "5-positions-at-scale"]
+            "4-relative-positional-encoding", "5-rotary-position-embedding", "6-longer-than-trained"]
 SECTION_TARGET = 1.5  # each section's Run-All against the d2l reference notebook's
 HUB_MEMORY_TARGET_GB = 1.5  # a hub or Binder gives a student 1-2 GB
 
