@@ -24,13 +24,15 @@ else
 READY := kernels
 endif
 
-.PHONY: help install kernels lab test test-cuda notebooks student img check lint bench clean
+.PHONY: help install kernels lab test test-cuda notebooks pin publish-check student img check lint bench clean
 
 help:
 	@echo "make lab        open the book in JupyterLab (installs first if needed)"
 	@echo "make test       unit tests, make check, browser test, nbval --strict on the CPU kernel (what CI runs)"
 	@echo "make test-cuda  nbval strict on the CUDA kernel (needs a GPU)"
-	@echo "make notebooks  regenerate notebooks/ from chapters/ and execute them on the CPU kernel"
+	@echo "make notebooks  regenerate notebooks/ from chapters/ and execute them on the CPU kernel (make pin first)"
+	@echo "make pin       write the book's address and the helpers' wheel sha256 into every chapter's first cell"
+	@echo "make publish-check  fail with one line until the book can be published (address set, all pinned)"
 	@echo "make student    the student edition in _build/student/: the notebooks without their answer cells"
 	@echo "make site       the website in _build/html/ from the committed notebooks (offline, no re-execution)"
 	@echo "make pdf        _build/book.pdf, the whole book in one PDF (Chromium prints the site)"
@@ -73,7 +75,16 @@ test-cuda: $(READY)
 	@$(PYTHON) -c "import sys, torch; torch.cuda.is_available() or sys.exit('make test-cuda: torch sees no GPU here (torch.cuda.is_available() is False); run it on a machine with a CUDA GPU.')"
 	$(PYTHON) -m pytest notebooks $(NBVAL) --nbval-kernel-name book-cuda
 
-notebooks: $(NOTEBOOKS)
+# pin first: a changed attnbook/ or address rewrites the chapters' first cell, then their notebooks.
+notebooks: pin $(NOTEBOOKS)
+
+# The book's address (pyproject.toml [project.urls]) and the wheel of attnbook/ every notebook pins
+# (site/publish.py; README, "Publishing the book").
+pin: $(READY)
+	$(PYTHON) site/publish.py pin
+
+publish-check: $(READY)
+	@$(PYTHON) site/publish.py check
 
 # jupytext writes the notebook from its chapter and executes it on the kernel named in the chapter
 # (python3), on the CPU whatever the machine has.

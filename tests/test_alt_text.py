@@ -90,6 +90,23 @@ def test_notebook_carries_the_chapters_alt_texts(notebook):
         f"{notebook.name} does not carry its chapter's alt texts: run `make {notebook.relative_to(ROOT)}`")
 
 
+def test_the_student_edition_keeps_the_alt_texts():
+    """`make student`'s conversion (nbconvert, answers removed), in process: every figure keeps its alt."""
+    from nbconvert import NotebookExporter
+    from traitlets.config import Config
+
+    config = Config()
+    config.TagRemovePreprocessor.enabled = True
+    config.TagRemovePreprocessor.remove_cell_tags = ["answer"]
+    for notebook in NOTEBOOKS:
+        book = nbformat.read(notebook, as_version=4)
+        body, _ = NotebookExporter(config=config).from_notebook_node(book)
+        student = nbformat.reads(body, as_version=4)
+        kept = [cell_alt(c) for c in book.cells if "answer" not in c.metadata.get("tags", [])]
+        assert [cell_alt(c) for c in student.cells] == kept, notebook.name
+        assert problems(student) == [], notebook.name
+
+
 def test_the_check_catches_each_fault():
     """A made-up section with every fault the check must name, and one figure that is fine."""
     png = {"output_type": "display_data", "metadata": {},

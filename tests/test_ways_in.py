@@ -6,12 +6,14 @@
   again, so a cell whose rerun fails (a name rebound below it, a generator's state) fails here.
 * **A notebook alone** (downloaded from the website, or opened in Colab): one notebook in an empty
   folder, in an environment with torch, Jupyter and the scientific packages but neither d2l nor the
-  book's package. Its first cell installs both, the book's package from a local wheel directory that
-  stands in for the repository (ATTNBOOK_SOURCE, PIP_FIND_LINKS), and nothing else: torch and the rest
-  stay the environment's own. The student edition (`make student`: answers removed) runs the same way,
-  each exercise's check printing its one "not yet" line.
-* **What cannot be installed**: a package index that refuses, or a missing package the book never
-  installs, gives one line naming what is missing and the command to run, and installs nothing.
+  book's package. Its first cell installs both, pinned by sha256 (pip --require-hashes, --no-deps):
+  attnbook's wheel from the book's website, here a localhost server holding the wheel `make site`
+  builds (BOOK_WEBSITE points the cell at it), and d2l 1.0.3 from a local folder (PIP_FIND_LINKS);
+  nothing else: torch and the rest stay the environment's own. The student edition (`make student`:
+  answers removed) runs the same way, each exercise's check printing its one "not yet" line.
+* **What must not be installed**: a wheel with one byte changed, a kernel that already has another
+  version, the book's address never set, a package index that refuses, a missing package the book
+  never installs: each gives one line and installs nothing.
 
 The environment for "alone" is a new venv whose site-packages point (one symlink each) at this
 project's packages, all but d2l and attnbook: cheap to make, and torch is the very one the project has.
@@ -23,15 +25,20 @@ import re
 import shutil
 import subprocess
 import sys
-import tomllib
+import time
 
 import nbformat
 import pytest
+from localhost import serve
+from measured import record
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "site"))
+import publish  # noqa: E402
+
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 STUDENT = ROOT / "_build" / "student"
-REPOSITORY = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]["Repository"]
+WEBSITE = publish.addresses()["Homepage"]
 NOT_IN_THE_BOOKS_ENVIRONMENT = ("d2l", "attnbook")
 
 #: Runs a notebook with nbclient in the python3 kernel, started in the notebook's folder, `runs` times
@@ -93,7 +100,7 @@ def test_every_notebook_opens_in_any_jupyter():
     for path in NOTEBOOKS:
         assert nbformat.read(path, as_version=4).metadata.kernelspec.name == "python3", path.name
     assert len(set(first_cells.values())) == 1, "the first code cell differs between sections"
-    assert f"BOOK_REPOSITORY = '{REPOSITORY}'" in next(iter(first_cells.values()))
+    assert f"BOOK_WEBSITE = '{WEBSITE}'" in next(iter(first_cells.values())), "run make notebooks"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
@@ -153,20 +160,40 @@ def installed_here(site):
     return sorted(p.name.split("-")[0].lower() for p in site.glob("*.dist-info"))
 
 
+def pins(name):
+    """(version, sha256) of `name` in the notebooks' first cell."""
+    return publish.pin_line(name).search(first_code_cell(NOTEBOOKS[0]).source).groups()
+
+
 @pytest.fixture(scope="module")
-def wheels(tmp_path_factory):
-    """The book's package as a wheel (standing in for the repository) and d2l's, in one folder."""
-    folder = tmp_path_factory.mktemp("wheels")
-    for args in (["wheel", "--no-deps", "--no-build-isolation", "-w", str(folder), str(ROOT)],
-                 ["download", "--no-deps", "-d", str(folder), "d2l==1.0.3"]):
-        subprocess.run([sys.executable, "-m", "pip", "-q", *args], check=True, capture_output=True)
+def d2l_folder(tmp_path_factory):
+    """d2l's wheel from the package index, fetched by the notebooks' pin (so the pin is PyPI's file)."""
+    folder = tmp_path_factory.mktemp("d2l")
+    version, digest = pins("d2l")
+    (folder / "pin.txt").write_text(f"d2l=={version} --hash=sha256:{digest}\n")
+    subprocess.run([sys.executable, "-m", "pip", "-q", "download", "--no-deps", "--require-hashes",
+                    "-d", str(folder), "-r", str(folder / "pin.txt")], check=True, capture_output=True)
     return folder
 
 
 @pytest.fixture(scope="module")
-def alone(tmp_path_factory, wheels):
+def website(tmp_path_factory):
+    """The book's website as `make site` lays out its wheel (site/publish.py), served on localhost."""
+    folder = tmp_path_factory.mktemp("website")
+    publish.build_wheel(folder / "_static")
+    with serve(folder) as url:
+        yield folder, url
+
+
+def offline(d2l_folder, url):
+    """A notebook alone's environment: d2l from the local folder only, attnbook from `url`."""
+    return {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(d2l_folder), "BOOK_WEBSITE": url}
+
+
+@pytest.fixture(scope="module")
+def alone(tmp_path_factory, d2l_folder, website):
     python, site = colab_like(tmp_path_factory.mktemp("colab"))
-    return python, site, {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(wheels), "ATTNBOOK_SOURCE": "attnbook"}
+    return python, site, offline(d2l_folder, website[1])
 
 
 def single(tmp_path, source):
@@ -213,7 +240,7 @@ def test_the_student_edition_runs_alone_with_its_stubs(student_edition, alone, t
                                                                             text)
 
 
-# ---------------------------------------------------------------------- what cannot be installed
+# ------------------------------------------------------------ the pinned install and what it refuses
 def only_line(error):
     """The one line a failing setup cell shows: its error output's whole traceback."""
     shown = [out for out in error["outputs"] if out["output_type"] in ("error", "stream")]
@@ -227,25 +254,102 @@ def through_setup(path):
     return 1 + next(i for i, c in enumerate(nbformat.read(path, as_version=4).cells) if c.cell_type == "code")
 
 
-def test_an_index_that_refuses_gives_one_line_and_installs_nothing(tmp_path):
+def setup_fails(python, path, **env):
+    """Run a notebook alone up to its setup cell, which must fail: the one line it shows."""
+    cells = through_setup(path)
+    error = run_notebook(python, path, stop_after=cells, **env)
+    assert error and error["cell"] == cells - 1, error
+    return only_line(error)
+
+
+def written_with():
+    return " and ".join(f"{name} {pins(name)[0]}" for name in ("d2l", "attnbook"))
+
+
+def test_the_pinned_install_from_the_website_succeeds_and_is_checked(tmp_path, d2l_folder, website):
+    """A new environment: the first cell installs exactly the pinned files, from the (localhost)
+    website and the d2l folder, and says so; run again, it installs nothing."""
+    python, site = colab_like(tmp_path)
+    path = single(tmp_path, NOTEBOOKS[0])
+    cells, env = through_setup(path), offline(d2l_folder, website[1])
+    seconds = []
+    for run in range(2):
+        start = time.perf_counter()
+        error = run_notebook(python, path, stop_after=cells, **env)
+        seconds.append(time.perf_counter() - start)
+        assert error is None, describe(error)
+        shown = "".join(out.get("text", "") for out in first_code_cell(path).outputs)
+        said = f"installed {written_with()}, each checked against its sha256"
+        assert (said in shown) == (run == 0), shown
+    assert [name for name in installed_here(site) if name not in ("pip", "setuptools")] == ["attnbook", "d2l"]
+    # pip's record of where attnbook came from: the website's wheel, with the pinned sha256
+    direct = json.loads(next(site.glob("attnbook-*.dist-info/direct_url.json")).read_text())
+    assert direct["url"] == f"{website[1]}/_static/attnbook-{pins('attnbook')[0]}-py3-none-any.whl", direct
+    assert direct["archive_info"]["hashes"] == {"sha256": pins("attnbook")[1]}, direct
+    record(f"measured: a notebook alone, its first cell in a new environment {seconds[0]:.1f} s, of which "
+           f"{seconds[0] - seconds[1]:.1f} s install d2l and attnbook (pip install --no-deps "
+           f"--require-hashes, attnbook's wheel from a localhost website); the same cell once installed "
+           f"{seconds[1]:.1f} s (kernel start, torch; pytest tests/test_ways_in.py -k pinned_install)",
+           "ways-in.txt")
+
+
+def test_a_wheel_with_one_byte_changed_is_refused_in_one_line(tmp_path, d2l_folder, website):
+    tampered = tmp_path / "website"
+    shutil.copytree(website[0], tampered)
+    wheel = next((tampered / "_static").glob("attnbook-*.whl"))
+    data = bytearray(wheel.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    wheel.write_bytes(data)
+    python, site = colab_like(tmp_path)
+    with serve(tampered) as url:
+        line = setup_fails(python, single(tmp_path, NOTEBOOKS[0]), **offline(d2l_folder, url))
+    assert line.startswith(f"Could not install {written_with()} (pip: a downloaded file is not the one"), line
+    assert "its sha256 differs); nothing was installed." in line, line
+    assert installed_here(site) == ["pip", "setuptools"], installed_here(site)
+
+
+def test_the_address_never_set_gives_one_line_and_installs_nothing(tmp_path, d2l_folder):
+    """A notebook from a book whose publisher did not set the address (pyproject.toml's placeholder)."""
+    unset = publish.PLACEHOLDERS["Homepage"]
+    notebook = nbformat.read(NOTEBOOKS[0], as_version=4)
+    setup = next(cell for cell in notebook.cells if cell.cell_type == "code")
+    setup.source = publish.WEBSITE_LINE.sub(f"BOOK_WEBSITE = '{unset}'", setup.source)
+    path = tmp_path / "Downloads" / NOTEBOOKS[0].name
+    path.parent.mkdir()
+    nbformat.write(notebook, path)
+    python, site = colab_like(tmp_path)
+    line = setup_fails(python, path, PIP_NO_INDEX="1", PIP_FIND_LINKS=str(d2l_folder))
+    assert line == ("Nothing was installed: this notebook comes from a copy of the book whose address was "
+                    f"never set ({unset}). Open it from the book's website or repository."), line
+    assert installed_here(site) == ["pip", "setuptools"], installed_here(site)
+
+
+def test_a_kernel_with_another_attnbook_is_told_in_one_line(tmp_path, d2l_folder, website):
+    """An earlier notebook of another edition installed its attnbook: this one says so, installs nothing."""
+    python, site = colab_like(tmp_path)
+    (site / "attnbook").mkdir()
+    (site / "attnbook" / "__init__.py").write_text("")
+    (site / "attnbook-0.0.9.dist-info").mkdir()
+    (site / "attnbook-0.0.9.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: attnbook\n"
+                                                                 "Version: 0.0.9\n")
+    line = setup_fails(python, single(tmp_path, NOTEBOOKS[0]), **offline(d2l_folder, website[1]))
+    assert line == (f"This kernel has attnbook 0.0.9; this notebook was written with {written_with()}. "
+                    "Run: pip uninstall -y attnbook, restart the kernel and run this cell again."), line
+    assert "d2l" not in installed_here(site)
+
+
+def test_an_index_that_refuses_gives_one_line_and_installs_nothing(tmp_path, website):
     python, site = colab_like(tmp_path)
     empty = tmp_path / "empty-index"
     empty.mkdir()
-    cells = through_setup(NOTEBOOKS[0])
-    error = run_notebook(python, single(tmp_path, NOTEBOOKS[0]), stop_after=cells, PIP_NO_INDEX="1",
-                         PIP_FIND_LINKS=str(empty), ATTNBOOK_SOURCE="attnbook")
-    assert error and error["cell"] == cells - 1, error
-    line = only_line(error)
-    assert line.startswith("Could not install d2l==1.0.3 and attnbook"), line
-    assert "Run: pip install --no-deps" in line
-    assert set(installed_here(site)) <= {"pip", "setuptools"}, installed_here(site)
+    line = setup_fails(python, single(tmp_path, NOTEBOOKS[0]), **offline(empty, website[1]))
+    assert line.startswith(f"Could not install {written_with()} (pip: No matching distribution found for "
+                           f"d2l=={pins('d2l')[0]}); nothing was installed."), line
+    assert installed_here(site) == ["pip", "setuptools"], installed_here(site)
 
 
 def test_a_package_the_book_never_installs_is_named_with_its_command(tmp_path):
     python, site = colab_like(tmp_path, hidden=(*NOT_IN_THE_BOOKS_ENVIRONMENT, "transformers"))
-    cells = through_setup(NOTEBOOKS[0])
-    error = run_notebook(python, single(tmp_path, NOTEBOOKS[0]), stop_after=cells, PIP_NO_INDEX="1")
-    assert error and error["cell"] == cells - 1, error
-    line = only_line(error)
+    line = setup_fails(python, single(tmp_path, NOTEBOOKS[0]), PIP_NO_INDEX="1")
     assert line.startswith("Missing: transformers.") and "pip install transformers" in line, line
     assert "d2l" not in installed_here(site)
