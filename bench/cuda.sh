@@ -78,10 +78,13 @@ main() {
   fi
   step kernels 60 - "${kernels[@]}" || missed+=("register the kernels")
 
-  export PYTEST_ADDOPTS="-v --junitxml=$OUT/test-cuda.xml --durations=15"
+  # pytest and pluggy come from .whl; the machine's own pytest plugins (xdist, benchmark, cov, ...)
+  # were built for its pytest, so none loads but nbval.
+  export PYTEST_DISABLE_PLUGIN_AUTOLOAD=1
+  export PYTEST_ADDOPTS="-p nbval.plugin -v --junitxml=$OUT/test-cuda.xml --durations=15"
   step test-cuda 300 - "${test_cuda[@]}"
   tests=$?
-  unset PYTEST_ADDOPTS
+  unset PYTEST_DISABLE_PLUGIN_AUTOLOAD PYTEST_ADDOPTS
   ((tests == 0)) || missed+=("pass make test-cuda (exit $tests)")
 
   if timeout 60 "$PYTHON" -c 'import sys, torch; sys.exit(not torch.cuda.is_available())' 2>/dev/null; then
