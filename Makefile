@@ -36,6 +36,7 @@ help:
 	@echo "make student    the student edition in _build/student/: the notebooks without their answer cells"
 	@echo "make site       the website in _build/html/ from the committed notebooks (offline, no re-execution)"
 	@echo "make pdf        _build/book.pdf, the whole book in one PDF (Chromium prints the site)"
+	@echo "make slides     _build/slides/<section>.html: each section's main line as a reveal.js deck (offline)"
 	@echo "make img        redraw the figure files in img/ (img/draw.py)"
 	@echo "make check      fail when a chapter and its notebook differ"
 	@echo "make lint       ruff over the package, tests, benchmarks and notebooks"
@@ -63,7 +64,7 @@ kernels:
 lab: $(READY)
 	$(PYTHON) -m jupyterlab --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/notebooks $(LAB_ARGS)
 
-test: $(READY) $(CHROMIUM) site
+test: $(READY) $(CHROMIUM) site slides
 	CHROMIUM=$(CHROMIUM) $(PYTHON) -m pytest tests notebooks $(NBVAL) --nbval-kernel-name book-cpu
 
 $(CHROMIUM):
@@ -100,13 +101,18 @@ student:
 # The website and the PDF, from the committed notebooks (never re-executed): site/build.py.
 # MathJax comes from npm (site/package-lock.json) and is served by the site itself.
 SITE := _build/html
-.PHONY: site pdf
+.PHONY: site pdf slides
 site: $(READY) student site/node_modules/.package-lock.json
 	$(PYTHON) site/build.py html
 	@echo "website: $(SITE)/index.html"
 
 pdf: $(READY) student site/node_modules/.package-lock.json $(CHROMIUM)
 	CHROMIUM=$(CHROMIUM) $(PYTHON) site/build.py pdf
+
+# One deck per section, from the committed notebooks' main line; reveal.js and MathJax from npm,
+# copied beside the decks; the explorer's pictures shared with the website (site/slides.py).
+slides: $(READY) site/node_modules/.package-lock.json
+	$(PYTHON) site/slides.py
 
 site/node_modules/.package-lock.json: site/package.json site/package-lock.json
 	npm ci --prefix site --no-audit --no-fund --loglevel=error

@@ -63,13 +63,14 @@ def on_one_core(path):
 MEASURED = re.compile(r"^measured: (?P<name>.+?) = (?P<value>[0-9.eE+-]+)(?P<rest>.*)$")
 
 
-def execute(notebook, kernel, extra=None):
+def execute(notebook, kernel, extra=None, keep_going=False):
     """Run a notebook top to bottom, then the code `extra` in the same kernel.
 
     Returns (seconds, notebook): the seconds cover starting the kernel and running the notebook,
-    not `extra`, whose cell is appended to the returned notebook.
+    not `extra`, whose cell is appended to the returned notebook. keep_going: a cell that raises
+    keeps its error as an output and the run goes on.
     """
-    client = NotebookClient(notebook, kernel_name=kernel, timeout=1800,
+    client = NotebookClient(notebook, kernel_name=kernel, timeout=1800, allow_errors=keep_going,
                             resources={"metadata": {"path": str(ROOT / "notebooks")}})
     start = time.perf_counter()
     with client.setup_kernel():
@@ -93,6 +94,9 @@ def measurements(notebook):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kernel", default="book-cuda" if torch.cuda.is_available() else "book-cpu")
+    parser.add_argument("--skip-one-core", action="store_true", help="leave out the hub's one-core runs")
+    parser.add_argument("--executed", type=pathlib.Path, help="also write each executed notebook here")
+    parser.add_argument("--keep-going", action="store_true", help="a cell that raises is a row, not the end")
     args = parser.parse_args()
     device = torch.cuda.get_device_name() if args.kernel == "book-cuda" else platform.processor() or "CPU"
     print(f"kernel {args.kernel} on {device}, torch {torch.__version__}\n")
@@ -107,7 +111,19 @@ def main():
             continue
         extra = ROOT / "bench" / f"{section}.py"
         seconds, notebook = execute(nbformat.read(path, as_version=4), args.kernel,
-                                    extra.read_text() if extra.exists() else None)
+                                    extra.read_text() if extra.exists() else None, args.keep_going)
+        found = [(f"  {name}", f"{value:.3g}", rest) for name, value, rest in measurements(notebook)]
+        raised = [f"{out.ename}: {out.evalue}"[:120] for cell in notebook.cells
+                  for out in cell.get("outputs", []) if out.output_type == "error"]
+        if raised:
+            found.append((f"  cells that raised (the notebook's and bench/{section}.py)", len(raised),
+                          "; ".join(raised)))
+        # As it goes, so that a time limit that stops the run before the table keeps these lines:
+        print(f"{section}: Run-All {seconds:.1f} s", *(f"{n} = {v} {r}" for n, v, r in found),
+              sep="\n", flush=True)
+        if args.executed:
+            args.executed.mkdir(parents=True, exist_ok=True)
+            nbformat.write(notebook, args.executed / path.name)
         # The fixed cost: a kernel that runs only the notebook's setup and imports (its first two
         # code cells) and
         # imports torch._dynamo, which every section loads on first use anyway: d2l through
@@ -116,12 +132,12 @@ def main():
         first = nbformat.read(path, as_version=4)
         first.cells = [cell for cell in first.cells if cell.cell_type == "code"][:2] + [
             nbformat.v4.new_code_cell("import torch._dynamo")]
-        floor_seconds += execute(first, args.kernel)[0]
+        floor_seconds += execute(first, args.kernel, keep_going=args.keep_going)[0]
         book_seconds += seconds
         ratio = seconds / reference_seconds
         rows.append((f"{section}: execution time / d2l reference ({seconds:.1f} s)", f"{ratio:.2f}",
                      f"target ≤ {SECTION_TARGET}: {'met' if ratio <= SECTION_TARGET else 'NOT met'}"))
-        rows.extend((f"  {name}", f"{value:.3g}", rest) for name, value, rest in measurements(notebook))
+        rows.extend(found)
 
     ratio = book_seconds / reference_seconds
     rows.append((f"whole book / d2l reference notebook ({book_seconds:.1f} s / {reference_seconds:.1f} s)",
@@ -132,7 +148,7 @@ def main():
     rows.append((f"  of which the sections' own work ({book_seconds - floor_seconds:.1f} s)",
                  f"{(book_seconds - floor_seconds) / reference_seconds:.2f}", "the rest, same ratio"))
 
-    if shutil.which("taskset"):
+    if shutil.which("taskset") and not args.skip_one_core:
         rows.append(("on one core, as on a hub (python3 kernel, Run-All)", "", ""))
         for section in SECTIONS:
             seconds, peak = on_one_core(ROOT / "notebooks" / f"{section}.ipynb")

@@ -76,5 +76,6 @@ def launch_urls(section):
 
 booksite_explorers = str(BUILD / "site-static" / "explorers")
 booksite_student = str(BUILD / "student")
+booksite_slides = "../slides"  # the decks (make slides, site/slides.py): _build/slides, beside _build/html
 booksite_launch = {path.stem: launch_urls(path.stem)["binder"]
                    for path in sorted((ROOT / "notebooks").glob("*.ipynb"))}

@@ -15,7 +15,8 @@ AXE = ROOT / "site" / "node_modules" / "axe-core" / "axe.min.js"
 TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 
 RUN = """async ([tags, allowed]) => {
-    const result = await axe.run(document, {runOnly: {type: 'tag', values: tags}, resultTypes: ['violations']});
+    const result = await axe.run(document, {runOnly: {type: 'tag', values: tags},
+                                            resultTypes: ['violations']});
     const excused = (rule, target) => {
         const element = document.querySelector(target[0]);
         return element && allowed.some(([id, selector]) => id === rule && element.matches(selector));

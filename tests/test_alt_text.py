@@ -7,14 +7,17 @@ A code cell's alt text is its metadata `mystnb: image: alt:`, which myst-nb puts
 there, read as words (at least MIN_WORDS, not a file name or a hash), and be unlike every other figure's
 in the same section. The notebooks must carry the chapters' alt texts (`make notebooks` after a change).
 """
+import json
 import pathlib
 import re
+import sys
 
 import jupytext
 import nbformat
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+WORDS_KEY = "attnbook_figure_words"  # attnbook.figures.WORDS_KEY: a figure's words for JupyterLab
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 MIN_WORDS = 8
 # a file or path (../_images/bc5b93f8.png, img/x.svg), or a bare hash: what a page shows when it has no alt
@@ -90,6 +93,26 @@ def test_notebook_carries_the_chapters_alt_texts(notebook):
         f"{notebook.name} does not carry its chapter's alt texts: run `make {notebook.relative_to(ROOT)}`")
 
 
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_jupyterlab_reads_each_figures_words_after_it(notebook):
+    """JupyterLab shows no alt text on an image output: the executed notebook carries, right after each
+    matplotlib figure, its words for screen readers (attnbook.figures.show_with_words), the same as
+    the image's `alt` metadata. An explorer's stored picture has its describing function's words."""
+    for index, cell in enumerate(nbformat.read(notebook, as_version=4).cells):
+        outputs = cell.get("outputs", [])
+        for position, output in enumerate(outputs):
+            if "image/png" not in output.get("data", {}):
+                continue
+            alt = output.get("metadata", {}).get("image/png", {}).get("alt")
+            assert alt and len(alt.split()) >= MIN_WORDS, f"cell {index}: no words on its image"
+            if output["data"].get("text/plain", "").startswith("LiveFigure("):
+                continue
+            after = outputs[position + 1] if position + 1 < len(outputs) else {}
+            assert after.get("metadata", {}).get(WORDS_KEY), f"cell {index}: no words after its figure"
+            assert after["data"]["text/plain"] == alt
+            assert 'class="jp-sr-only"' in after["data"]["text/html"]
+
+
 def test_the_student_edition_keeps_the_alt_texts():
     """`make student`'s conversion (nbconvert, answers removed), in process: every figure keeps its alt."""
     from nbconvert import NotebookExporter
@@ -105,6 +128,43 @@ def test_the_student_edition_keeps_the_alt_texts():
         kept = [cell_alt(c) for c in book.cells if "answer" not in c.metadata.get("tags", [])]
         assert [cell_alt(c) for c in student.cells] == kept, notebook.name
         assert problems(student) == [], notebook.name
+
+
+def test_a_page_keeps_the_alt_and_drops_the_words_for_jupyterlab():
+    """What the website's extension hands myst-nb: each figure cell with its alt text (myst-nb's <img alt>),
+    and none of the figure words meant for JupyterLab's screen readers (a page would show them)."""
+    sys.path.insert(0, str(ROOT / "site" / "_ext"))
+    import booksite
+
+    for notebook in NOTEBOOKS:
+        text = notebook.read_text()
+        book = nbformat.reads(text, as_version=4)
+        outputs = [o for c in book.cells for o in c.get("outputs", [])]
+        assert any(booksite.is_figure_words(o) for o in outputs), notebook.name
+        page = nbformat.reads(booksite.prepare(text, notebook.stem, has_pictures=True)[0], as_version=4)
+        assert [cell_alt(c) for c in page.cells] == [cell_alt(c) for c in book.cells]
+        assert not any(booksite.is_figure_words(o) for c in page.cells for o in c.get("outputs", []))
+
+
+def test_an_explorer_picture_has_the_describing_functions_words(tmp_path):
+    """The website's explorer: the <img> alt is the manifest's words for the values shown, and every
+    picture's words go to the page's script, which puts them on the <img> when a slider moves."""
+    sys.path.insert(0, str(ROOT / "site" / "_ext"))
+    import booksite
+
+    words = {f"{d},{n}": f"Heatmap of the attention weights, d = {d}, n = {n}, 4 heads"
+             for d in (8, 16) for n in (4, 8)}
+    manifest = {"d": [8, 16], "n": [4, 8], "default": {"d": 16, "n": 8}, "labels": {"d": "d", "n": "n"},
+                "others": {}, "chosen_option": None, "width": 700, "height": 300,
+                "pictures": {key: {"src": f"{i}.webp", "readout": "", "error": None, "alt": alt}
+                             for i, (key, alt) in enumerate(words.items())}}
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    markup = booksite.explorer_markup(tmp_path, "_static/explorers/x/")
+    assert f'alt="{words["16,8"]}"' in markup
+    data = json.loads(re.search(r'<script type="application/json" class="explorer-data">(.*?)</script>',
+                                markup).group(1))
+    assert {key: p["alt"] for key, p in data["pictures"].items()} == words
+    assert "img.alt = picture.alt" in (ROOT / "site" / "_static" / "explorer.js").read_text()
 
 
 def test_the_check_catches_each_fault():

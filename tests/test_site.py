@@ -15,8 +15,6 @@ explorer is always saved at 1280 x 800 and at 150 % zoom (test-artifacts/site-*.
 """
 import hashlib
 import json
-import os
-import pathlib
 import statistics
 import sys
 import tomllib
@@ -24,15 +22,10 @@ import urllib.request
 from urllib.parse import parse_qs, urlparse
 
 import pytest
-from localhost import serve
 from measured import ARTIFACTS, record
 from test_alt_text import FILE_NAME
+from website import HTML, PAGES, ROOT, SECTIONS, Page, artifact_name
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-HTML = ROOT / "_build" / "html"
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-SECTIONS = sorted(path.stem for path in (ROOT / "notebooks").glob("*.ipynb"))
-PAGES = ["index", "search", *(f"notebooks/{section}" for section in SECTIONS)]
 STEP_TARGET_MS = 50
 SHOWCASE = "3-positional-encoding"  # the page whose explorer is photographed at 100 % and 150 %
 REPOSITORY = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]["Repository"]
@@ -80,73 +73,11 @@ STEP = """async ([name, index]) => {
 }"""
 
 
-def stale():
-    """Whether the built site is missing or older than anything it is made from."""
-    index = HTML / "index.html"
-    if not index.exists():
-        return True
-    built = index.stat().st_mtime
-    sources = [*(ROOT / "notebooks").glob("*.ipynb"), *(ROOT / "attnbook").glob("*.py"),
-               ROOT / "pyproject.toml", *(p for p in (ROOT / "site").rglob("*")
-                                          if p.is_file() and "node_modules" not in p.parts)]
-    return any(path.stat().st_mtime > built for path in sources)
-
-
-@pytest.fixture(scope="module")
-def site():
-    """The built site served on a free localhost port: its base URL."""
-    (ARTIFACTS / "site.txt").unlink(missing_ok=True)  # the report holds this run's figures only
-    if stale():
-        sys.path.insert(0, str(ROOT / "site"))
-        import build
-
-        build.html()
-    with serve(HTML) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    if not os.access(CHROMIUM, os.X_OK):
-        pytest.fail(f"no Chromium at {CHROMIUM}: apt-get install chromium, or set CHROMIUM")
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                              args=["--no-sandbox", "--disable-gpu"])
-        yield chromium
-        chromium.close()
-
-
-class Page:
-    """A page opened with every other host blocked; what it tried and what the console said."""
-
-    def __init__(self, browser, site, path, **options):
-        self.page = browser.new_page(**({"viewport": {"width": 1280, "height": 800}} | options))
-        self.foreign, self.errors = [], []
-        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
-        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
-
-        def route(route):
-            if route.request.url.startswith(site + "/") or route.request.url.startswith("data:"):
-                route.continue_()
-            else:
-                self.foreign.append(route.request.url)
-                route.abort()
-
-        self.page.route("**/*", route)
-        self.page.goto(f"{site}/{path}.html", wait_until="load")
-        self.page.wait_for_function("() => !window.MathJax || (MathJax.startup && MathJax.startup.promise)",
-                                    timeout=30_000)
-        self.page.evaluate("() => window.MathJax ? MathJax.startup.promise.then(() => true) : true")
-
-    def shot(self, name, **options):
-        ARTIFACTS.mkdir(exist_ok=True)
-        self.page.screenshot(path=str(ARTIFACTS / name), **options)
-
-
-def artifact_name(path):
-    return "site-" + path.replace("/", "-")
+@pytest.fixture(scope="module", autouse=True)
+def fresh_report():
+    """test-artifacts/site.txt holds this run's figures only (the `site` and `browser` fixtures are in
+    conftest.py, shared with test_a11y.py)."""
+    (ARTIFACTS / "site.txt").unlink(missing_ok=True)
 
 
 @pytest.mark.parametrize("path", PAGES)

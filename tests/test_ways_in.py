@@ -142,7 +142,7 @@ def colab_like(tmp_path, hidden=NOT_IN_THE_BOOKS_ENVIRONMENT):
     """A new venv that sees every package of this project's environment except `hidden`."""
     site = pathlib.Path(next(p for p in sys.path if p.endswith("site-packages")))
     shadow = tmp_path / "packages"
-    shadow.mkdir()
+    shadow.mkdir(parents=True)
     for entry in site.iterdir():
         top = re.split(r"[-.]", entry.name)[0].lower()
         if top not in hidden and not entry.name.endswith(".pth") and entry.name != "__pycache__":
@@ -286,11 +286,21 @@ def test_the_pinned_install_from_the_website_succeeds_and_is_checked(tmp_path, d
     direct = json.loads(next(site.glob("attnbook-*.dist-info/direct_url.json")).read_text())
     assert direct["url"] == f"{website[1]}/_static/attnbook-{pins('attnbook')[0]}-py3-none-any.whl", direct
     assert direct["archive_info"]["hashes"] == {"sha256": pins("attnbook")[1]}, direct
-    record(f"measured: a notebook alone, its first cell in a new environment {seconds[0]:.1f} s, of which "
-           f"{seconds[0] - seconds[1]:.1f} s install d2l and attnbook (pip install --no-deps "
-           f"--require-hashes, attnbook's wheel from a localhost website); the same cell once installed "
-           f"{seconds[1]:.1f} s (kernel start, torch; pytest tests/test_ways_in.py -k pinned_install)",
-           "ways-in.txt")
+    # the install alone, timed: the cell's pip command, in another new environment
+    other, _ = colab_like(tmp_path / "timed")
+    (version, digest), (d2l_version, d2l_digest) = pins("attnbook"), pins("d2l")
+    pinned = tmp_path / "pinned.txt"
+    pinned.write_text(f"d2l=={d2l_version} --hash=sha256:{d2l_digest}\n"
+                      f"attnbook @ {website[1]}/_static/attnbook-{version}-py3-none-any.whl "
+                      f"--hash=sha256:{digest}\n")
+    start = time.perf_counter()
+    subprocess.run([str(other), "-m", "pip", "install", "-q", "--no-deps", "--require-hashes", "-r",
+                    str(pinned)], check=True, env=clean_environment(**env))
+    install = time.perf_counter() - start
+    record(f"measured: a notebook alone, its first cell in a new environment {seconds[0]:.1f} s (once "
+           f"installed {seconds[1]:.1f} s: kernel start and torch); the install itself {install:.1f} s "
+           "(pip install -q --no-deps --require-hashes -r pinned.txt: d2l 1.0.3 and attnbook's wheel from a "
+           "localhost website; pytest tests/test_ways_in.py -k pinned_install)", "ways-in.txt")
 
 
 def test_a_wheel_with_one_byte_changed_is_refused_in_one_line(tmp_path, d2l_folder, website):

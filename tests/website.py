@@ -1,0 +1,73 @@
+"""The built website (_build/html) as the browser tests read it: what a page is, how one is opened.
+
+Shared by tests/test_site.py (offline, typeset, explorers, links) and tests/test_a11y.py (WCAG);
+their fixtures (`site`, `browser`) are in tests/conftest.py.
+"""
+import os
+import pathlib
+
+from measured import ARTIFACTS
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+HTML = ROOT / "_build" / "html"
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+SECTIONS = sorted(path.stem for path in (ROOT / "notebooks").glob("*.ipynb"))
+PAGES = ["index", "search", *(f"notebooks/{section}" for section in SECTIONS)]
+SCHEMES = ["light", "dark"]
+# The width a figure gets in the page's column at 1280 x 800, in the dark scheme's card (CSS pixels;
+# 688 in the light scheme): a wider figure is shrunk to it
+# (test_a11y measures it; tests/figure_text.py checks figures' text at the size it gives).
+COLUMN_PX = 672
+
+
+def stale():
+    """Whether the built site is missing or older than anything it is made from."""
+    index = HTML / "index.html"
+    if not index.exists():
+        return True
+    built = index.stat().st_mtime
+    sources = [*(ROOT / "notebooks").glob("*.ipynb"), *(ROOT / "attnbook").rglob("*.py"),
+               ROOT / "pyproject.toml", *(p for p in (ROOT / "site").rglob("*")
+                                          if p.is_file() and "node_modules" not in p.parts)]
+    return any(path.stat().st_mtime > built for path in sources)
+
+
+class Page:
+    """A page opened with every other host blocked; what it tried and what the console said.
+
+    `scheme` chooses the theme's colour scheme the way its switch does (localStorage "mode" and
+    "theme", read before the page is drawn), and the system preference to match; None leaves both
+    to the site's default.
+    """
+
+    def __init__(self, browser, site, path, scheme=None, **options):
+        if scheme:
+            options.setdefault("color_scheme", scheme)
+        self.page = browser.new_page(**({"viewport": {"width": 1280, "height": 800}} | options))
+        if scheme:
+            self.page.add_init_script(f"localStorage.setItem('mode', '{scheme}');"
+                                      f"localStorage.setItem('theme', '{scheme}');")
+        self.foreign, self.errors = [], []
+        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+
+        def route(route):
+            if route.request.url.startswith(site + "/") or route.request.url.startswith("data:"):
+                route.continue_()
+            else:
+                self.foreign.append(route.request.url)
+                route.abort()
+
+        self.page.route("**/*", route)
+        self.page.goto(f"{site}/{path}.html", wait_until="load")
+        self.page.wait_for_function("() => !window.MathJax || (MathJax.startup && MathJax.startup.promise)",
+                                    timeout=30_000)
+        self.page.evaluate("() => window.MathJax ? MathJax.startup.promise.then(() => true) : true")
+
+    def shot(self, name, **options):
+        ARTIFACTS.mkdir(exist_ok=True)
+        self.page.screenshot(path=str(ARTIFACTS / name), **options)
+
+
+def artifact_name(path):
+    return "site-" + path.replace("/", "-")
