@@ -71,6 +71,7 @@ TITLE_LINE, TITLE_CHARS = 52, 56
 TEXT_LINE, TEXT_CHARS = 35, 84
 CODE_LINE, CODE_CHARS = 25, 100
 FIGURE_MIN = 300  # a figure gets at least this much height, else it goes to the next slide
+WIDTH, FIGURE_SCALE = 1200, 1.44
 
 md = MarkdownIt("commonmark", {"html": True}).enable("table").use(
     dollarmath_plugin, double_inline=True,
@@ -406,6 +407,15 @@ class Deck:
             self.new_slide(self.title)
             if lead is not None:
                 self.current.pieces.append(lead)
+        # A figure's text is 9 pt at 100 dpi in the notebook (12.5 px): shown FIGURE_SCALE times larger
+        # it reaches 18 px. When the prose above it keeps it smaller, the prose goes to the notes.
+        slide = self.current
+        if slide is not None and slide.pieces and all(p.kind == "text" for p in slide.pieces):
+            room = SLIDE_HEIGHT - TITLE_LINE
+            scale = min(WIDTH / width, (room - sum(p.height for p in slide.pieces)) / height)
+            if scale < FIGURE_SCALE and min(WIDTH / width, room / height) > scale:
+                slide.notes[:0] = [p.html for p in slide.pieces]
+                slide.pieces.clear()
         piece = Piece(f'<figure class="slide-figure" style="max-width: {round(width * 1.8)}px; '
                       f'max-height: {round(height * 1.8)}px"><img src="{self.section}/{name}" '
                       f'alt="{html.escape(alt)}" width="{width}" height="{height}" '
