@@ -160,7 +160,8 @@ def _query_and_key(case, at):
 # ----------------------------------------------------------------------------------- the table
 EXERCISES = {
     "alibi_bias": Exercise(
-        _alibi_cases, _alibi_bias, "−m_g|i − j| with the slopes of transformers' BLOOM ALiBi (Press et al.'s)",
+        _alibi_cases, _alibi_bias,
+        "−m_g|i − j| with the slopes of transformers' BLOOM ALiBi (Press et al.'s)",
         "every h from 1 to 24, n 1..7", {
             "the sign is flipped: the bias is −m·|i − j|, a penalty":
                 lambda n, h: -_alibi_bias(n, h),
