@@ -30,10 +30,12 @@ def test_every_section_reaches_nbval():
 
 @pytest.mark.parametrize("cuda, cpu", [
     ("tensor([0.2245, 0.8348], device='cuda:0')", "tensor([0.2245, 0.8348])"),
-    ("tensor([[1, 1, 0, 0]], device='cuda:0', dtype=torch.int32)", "tensor([[1, 1, 0, 0]], dtype=torch.int32)"),
+    ("tensor([[1, 1, 0, 0]], device='cuda:0', dtype=torch.int32)",
+     "tensor([[1, 1, 0, 0]], dtype=torch.int32)"),
     ("tensor(0.5000, device='cuda:1', grad_fn=<MulBackward0>)", "tensor(0.5000, grad_fn=<MulBackward0>)"),
     ("tensor([[ 0,  1],\n        [-1,  0]], device='cuda:0')", "tensor([[ 0,  1],\n        [-1,  0]])"),
-    ("UserWarning: slow path (Triggered internally at /pytorch/aten/src/x.cpp:12.)", "UserWarning: slow path"),
+    ("UserWarning: slow path (Triggered internally at /pytorch/aten/src/x.cpp:12.)",
+     "UserWarning: slow path"),
     ("computing on cuda (BOOK_DEVICE=cuda)", "computing on cpu (BOOK_DEVICE=cpu)"),
 ])
 def test_a_gpu_output_sanitizes_to_the_cpu_one(cuda, cpu):
