@@ -20,8 +20,9 @@ OWNER, NAME = REPOSITORY.removeprefix("https://github.com/").strip("/").split("/
 BRANCH = "main"
 BINDER = "https://mybinder.org"
 COLAB = "https://colab.research.google.com"
-# The class's JupyterHub (nbgitpuller pulls the repository into the reader's home there).
-JUPYTERHUB = os.environ.get("BOOK_JUPYTERHUB_URL", "https://hub.example.edu")
+# The class's JupyterHub (nbgitpuller pulls the repository into the reader's home there): a visible
+# placeholder, HUB as in the README's templates, until the publisher sets BOOK_JUPYTERHUB_URL.
+JUPYTERHUB = os.environ.get("BOOK_JUPYTERHUB_URL", "https://HUB")
 
 project = "Self-attention and positional encoding"
 author = "the attnbook authors"
