@@ -50,38 +50,29 @@ FOCUSED = """() => {
 @pytest.mark.parametrize("scheme", SCHEMES)
 @pytest.mark.parametrize("path", PAGES)
 def test_no_wcag_violations(site, browser, path, scheme):
-    view = Page(browser, site, path, scheme=scheme)
-    try:
+    with Page(browser, site, path, scheme=scheme,
+              shot_on_failure=f"a11y-{artifact_name(path)}-{scheme}.png") as view:
         assert view.page.evaluate("document.documentElement.dataset.theme") == scheme
         view.page.evaluate(OPEN_EVERY_FOLD)
         violations = axe_violations(view.page, ALLOWED)
         assert not violations, f"{path} ({scheme}):\n{describe(violations)}"
-    except Exception:
-        view.shot(f"a11y-{artifact_name(path)}-{scheme}.png", full_page=True)
-        raise
-    finally:
-        view.page.close()
 
 
 @pytest.mark.parametrize("path", PAGES)
 def test_page_reads_in_order(site, browser, path):
-    view = Page(browser, site, path)
-    try:
+    with Page(browser, site, path) as view:
         view.page.evaluate(OPEN_EVERY_FOLD)
         headings = view.page.evaluate(HEADINGS)
         assert [level for level, _ in headings].count(1) == 1, f"not one h1: {headings}"
         assert headings[0][0] == 1, f"the first heading is not the h1: {headings[0]}"
         for (before, _), (level, text) in zip(headings, headings[1:], strict=False):
             assert level <= before + 1, f"h{before} then h{level} ({text!r}): a level skipped"
-    finally:
-        view.page.close()
 
 
 @pytest.mark.parametrize("section", SECTIONS)
 def test_keyboard_alone_works_every_control(site, browser, section):
-    view = Page(browser, site, f"notebooks/{section}")
-    page = view.page
-    try:
+    with Page(browser, site, f"notebooks/{section}") as view:
+        page = view.page
         page.evaluate(OPEN_EVERY_FOLD)  # a fold inside a closed one is reached once that one is open
         count = page.evaluate(MARK_CONTROLS)
         assert count > 2, "no slider or fold on the page"
@@ -121,14 +112,11 @@ def test_keyboard_alone_works_every_control(site, browser, section):
                 page.keyboard.press("Enter")
                 assert details.evaluate("(d) => d.open") == expected, (
                     f"Enter did not {'open' if expected else 'close'} {summary.text_content().split()[:4]}")
-    finally:
-        page.close()
 
 
 @pytest.mark.parametrize("section", SECTIONS)
 def test_explorer_readout_is_announced(site, browser, section):
-    view = Page(browser, site, f"notebooks/{section}")
-    try:
+    with Page(browser, site, f"notebooks/{section}") as view:
         box = view.page.locator(".attnbook-explorer.explorer-live")
         for part in (".explorer-values", ".explorer-readout"):
             live = box.locator(part).evaluate(
@@ -140,8 +128,6 @@ def test_explorer_readout_is_announced(site, browser, section):
         at_end = slider.input_value() == slider.get_attribute("max")
         view.page.keyboard.press("ArrowLeft" if at_end else "ArrowRight")
         assert box.locator(".explorer-values").text_content() != before, "the live region did not change"
-    finally:
-        view.page.close()
 
 
 # What a screen reader gets for an equation: the MathML MathJax puts beside the picture (the SVG is
@@ -162,16 +148,13 @@ SPEECH = """async () => {
 
 
 def test_equations_speak_offline(site, browser):
-    view = Page(browser, site, f"notebooks/{SHOWCASE}")
-    try:
+    with Page(browser, site, f"notebooks/{SHOWCASE}") as view:
         spoken = view.page.evaluate(SPEECH)
         assert spoken["count"] > 0 and spoken["bare"] == [], spoken["bare"]
         assert "<mi>" in spoken["mathml"], spoken["mathml"]
         assert spoken["speech"], f"MathJax's speech engine said nothing for {spoken['mathml'][:200]}"
         print(f"equation MathML: {spoken['mathml']}\nspoken: {spoken['speech']}")
         assert view.foreign == [] and view.errors == [], (view.foreign, view.errors)
-    finally:
-        view.page.close()
 
 
 FIGURES = """() => [...document.querySelectorAll('main .cell_output img')].map((img) => {
@@ -192,9 +175,8 @@ def test_figures_are_readable_in_both_schemes(site, browser, scheme):
     import numpy as np
     from PIL import Image
 
-    view = Page(browser, site, f"notebooks/{SHOWCASE}", scheme=scheme)
-    page = view.page
-    try:
+    with Page(browser, site, f"notebooks/{SHOWCASE}", scheme=scheme) as view:
+        page = view.page
         page.evaluate(OPEN_EVERY_FOLD)
         figures = page.evaluate(FIGURES)
         assert figures, "no figure on the page"
@@ -212,5 +194,3 @@ def test_figures_are_readable_in_both_schemes(site, browser, scheme):
             assert brightest >= 250
         view.page.evaluate("() => document.querySelector('main .cell_output img').scrollIntoView()")
         view.shot(f"a11y-{scheme}.png")
-    finally:
-        page.close()

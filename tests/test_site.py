@@ -82,8 +82,7 @@ def fresh_report():
 
 @pytest.mark.parametrize("path", PAGES)
 def test_page_is_offline_typeset_and_whole(site, browser, path):
-    view = Page(browser, site, path)
-    try:
+    with Page(browser, site, path, shot_on_failure=artifact_name(path) + ".png") as view:
         assert view.foreign == [], f"requests to other hosts: {view.foreign}"
         math = view.page.evaluate(TYPESET)
         assert math["untypeset"] == [], f"equations left untypeset: {math['untypeset']}"
@@ -96,19 +95,14 @@ def test_page_is_offline_typeset_and_whole(site, browser, path):
         assert nameless == [], f"images without an alt text in words: {nameless}"
         assert view.errors == [], f"console errors: {view.errors}"
         assert view.foreign == [], f"requests to other hosts: {view.foreign}"
-    except Exception:
-        view.shot(artifact_name(path) + ".png", full_page=True)
-        raise
-    finally:
-        view.page.close()
 
 
 @pytest.mark.parametrize("section", SECTIONS)
 def test_precomputed_explorer_moves(site, browser, section):
     manifest = json.loads((HTML / "_static" / "explorers" / section / "manifest.json").read_text())
-    view = Page(browser, site, f"notebooks/{section}")
-    page = view.page
-    try:
+    with Page(browser, site, f"notebooks/{section}",
+              shot_on_failure=artifact_name(f"notebooks/{section}") + "-explorer.png") as view:
+        page = view.page
         box = page.locator(".attnbook-explorer.explorer-live")
         assert box.count() == 1, "no precomputed explorer on the page"
         box.scroll_into_view_if_needed()
@@ -141,17 +135,11 @@ def test_precomputed_explorer_moves(site, browser, section):
         record(line, "site.txt")
         assert median < STEP_TARGET_MS, line
         assert view.errors == [] and view.foreign == [], (view.errors, view.foreign)
-    except Exception:
-        view.shot(artifact_name(f"notebooks/{section}") + "-explorer.png", full_page=True)
-        raise
-    finally:
-        page.close()
 
 
 @pytest.mark.parametrize("section", SECTIONS)
 def test_launch_and_download_links(site, browser, section):
-    view = Page(browser, site, f"notebooks/{section}")
-    try:
+    with Page(browser, site, f"notebooks/{section}") as view:
         hrefs = view.page.evaluate("() => [...document.querySelectorAll('a[href]')].map((a) => a.href)")
         notebook = f"notebooks/{section}.ipynb"
 
@@ -180,8 +168,6 @@ def test_launch_and_download_links(site, browser, section):
         if student.exists():
             for href in one(lambda u: u.path.endswith(f"/student/{section}.ipynb"), "student edition"):
                 assert (HTML / urlparse(href).path.lstrip("/")).exists(), href
-    finally:
-        view.page.close()
 
 
 def test_projector_screenshots(site, browser):
@@ -189,30 +175,21 @@ def test_projector_screenshots(site, browser):
     for name, options in {"site-1280x800.png": {"viewport": {"width": 1280, "height": 800}},
                           "site-150pct.png": {"viewport": {"width": 853, "height": 533},
                                               "device_scale_factor": 1.5}}.items():
-        view = Page(browser, site, f"notebooks/{SHOWCASE}", **options)
-        try:
+        with Page(browser, site, f"notebooks/{SHOWCASE}", **options) as view:
             view.page.locator(".attnbook-explorer").scroll_into_view_if_needed()
             view.page.evaluate("() => document.querySelector('.attnbook-explorer').scrollIntoView()")
             view.shot(name)
             assert view.errors == [] and view.foreign == []
-        finally:
-            view.page.close()
 
 
 def test_search_finds_a_word_of_the_book(site, browser):
     """Sphinx's own search page, offline: a word every section uses finds pages."""
-    view = Page(browser, site, "search")
-    try:
+    with Page(browser, site, "search", shot_on_failure="site-search.png") as view:
         view.page.goto(f"{site}/search.html?q=softmax", wait_until="load")
         view.page.wait_for_selector("#search-results li", timeout=30_000)
         found = view.page.locator("#search-results li a").evaluate_all("(links) => links.map((a) => a.href)")
         assert any("/notebooks/" in href for href in found), found
         assert view.errors == [] and view.foreign == [], (view.errors, view.foreign)
-    except Exception:
-        view.shot("site-search.png", full_page=True)
-        raise
-    finally:
-        view.page.close()
 
 
 def test_the_website_serves_the_wheel_the_notebooks_pin(site):

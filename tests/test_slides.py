@@ -157,8 +157,7 @@ def walk(view, section):
 
 @pytest.mark.parametrize("section", SECTIONS)
 def test_deck_fits_a_projector_offline_and_typeset(decks, browser, section):
-    view = open_deck(browser, decks, section, PROJECTOR)
-    try:
+    with open_deck(browser, decks, section, PROJECTOR) as view:
         slides = walk(view, section)
         assert len(slides) > 1, "a deck of one slide"
         faults = [f"slide {s['index']} ({s['title']}): {p}"
@@ -187,14 +186,11 @@ def test_deck_fits_a_projector_offline_and_typeset(decks, browser, section):
         view.shot(f"slides-{section}-explorer.png")
         assert view.errors == [], f"console errors: {view.errors}"
         assert view.foreign == [], f"requests to other hosts: {view.foreign}"
-    finally:
-        view.page.close()
 
 
 @pytest.mark.parametrize("section", SECTIONS)
 def test_deck_fits_at_150_percent_zoom(decks, browser, section):
-    view = open_deck(browser, decks, section, ZOOMED)
-    try:
+    with open_deck(browser, decks, section, ZOOMED) as view:
         slides = walk(view, section)
         faults = [f"slide {s['index']} ({s['title']}): {p}"
                   for s in slides for p in s["problems"] + s["small"]]
@@ -203,15 +199,12 @@ def test_deck_fits_at_150_percent_zoom(decks, browser, section):
         slide_at(view, next(s for s in slides if s["explorer"])["index"])
         view.shot(f"slides-{section}-explorer-150pct.png")
         assert view.errors == [] and view.foreign == [], (view.errors, view.foreign)
-    finally:
-        view.page.close()
 
 
 @pytest.mark.parametrize("section", SECTIONS)
 def test_deck_explorer_moves(decks, browser, section):
-    view = open_deck(browser, decks, section, PROJECTOR)
-    page = view.page
-    try:
+    with open_deck(browser, decks, section, PROJECTOR) as view:
+        page = view.page
         index = page.evaluate("""() => {
             const s = document.querySelector('.attnbook-explorer').closest('section');
             const {h, v = 0} = Reveal.getIndices(s); return `${h}/${v}`; }""")
@@ -232,8 +225,6 @@ def test_deck_explorer_moves(decks, browser, section):
         links = links.evaluate_all("(l) => l.map((a) => a.text)")
         assert "Live notebook" in links and any("live notebook" in text for text in links), links
         assert view.errors == [] and view.foreign == [], (view.errors, view.foreign)
-    finally:
-        page.close()
 
 
 # axe's exceptions, each with why (none yet).
@@ -243,8 +234,7 @@ AXE_ALLOWED = ()
 @pytest.mark.parametrize("section", SECTIONS)
 def test_deck_has_no_wcag_violations(decks, browser, section):
     """axe on every slide as the audience sees it (reveal.js hides the others from assistive tech)."""
-    view = open_deck(browser, decks, section, PROJECTOR)
-    try:
+    with open_deck(browser, decks, section, PROJECTOR) as view:
         count = view.page.evaluate("() => Reveal.getTotalSlides()")
         found = []
         for number in range(count):
@@ -254,8 +244,6 @@ def test_deck_has_no_wcag_violations(decks, browser, section):
                 violation["id"] = f"slide {number + 1}: {violation['id']}"
                 found.append(violation)
         assert not found, describe(found)
-    finally:
-        view.page.close()
 
 
 def test_site_links_each_deck():

@@ -34,13 +34,16 @@ def stale():
 
 class Page:
     """A page opened with every other host blocked; what it tried and what the console said.
+    A context manager: `with Page(...) as view:` closes the page on the way out, after a full-page
+    screenshot in test-artifacts/ named `shot_on_failure` when the block raised.
 
     `scheme` chooses the theme's colour scheme the way its switch does (localStorage "mode" and
     "theme", read before the page is drawn), and the system preference to match; None leaves both
     to the site's default.
     """
 
-    def __init__(self, browser, site, path, scheme=None, **options):
+    def __init__(self, browser, site, path, scheme=None, shot_on_failure=None, **options):
+        self.shot_on_failure = shot_on_failure
         if scheme:
             options.setdefault("color_scheme", scheme)
         self.page = browser.new_page(**({"viewport": {"width": 1280, "height": 800}} | options))
@@ -63,6 +66,16 @@ class Page:
         self.page.wait_for_function("() => !window.MathJax || (MathJax.startup && MathJax.startup.promise)",
                                     timeout=30_000)
         self.page.evaluate("() => window.MathJax ? MathJax.startup.promise.then(() => true) : true")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, failed, *exc):
+        try:
+            if failed and self.shot_on_failure:
+                self.shot(self.shot_on_failure, full_page=True)
+        finally:
+            self.page.close()
 
     def shot(self, name, **options):
         ARTIFACTS.mkdir(exist_ok=True)
