@@ -28,14 +28,20 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 # ----------------------------------------------------------------------------------- answers
-def masked_softmax(scores, valid_lens=None, fill=-math.inf, dim=-1, inclusive=False, per_query=True,
-                   additive=False, detach=False):
-    if valid_lens is None:
+def masked_softmax(scores, valid_lens=None, causal=False, fill=-math.inf, dim=-1, inclusive=False,
+                   per_query=True, additive=False, detach=False, top_left=False):
+    n_q, n_k = scores.shape[-2:]
+    keep = torch.ones(n_q, n_k, dtype=torch.bool, device=scores.device)
+    if causal:  # query t sits at position n_k - n_q + t (top_left: at t, as SDPA's is_causal)
+        keep = keep.tril(0 if top_left else n_k - n_q)
+    if valid_lens is None and not causal:
         return F.softmax(scores, dim=dim)
+    if valid_lens is None:
+        valid_lens = torch.full(scores.shape[:1], n_k, device=scores.device)
     if valid_lens.dim() == 1 or not per_query:  # without per_query, (b, q) lengths break the broadcast
         valid_lens = valid_lens[:, None]
-    keys = torch.arange(scores.shape[-1], device=scores.device)
-    keep = keys <= valid_lens[..., None] if inclusive else keys < valid_lens[..., None]
+    keys = torch.arange(n_k, device=scores.device)
+    keep = keep & (keys <= valid_lens[..., None] if inclusive else keys < valid_lens[..., None])
     if additive:  # −inf added, not filled: the same weights, but autograd sees the NaN of an empty row
         masked = scores + torch.zeros_like(scores).masked_fill(~keep, fill)
     else:  # masked_fill's backward gives the masked entries (an empty row: all of them) zero gradient
@@ -44,19 +50,25 @@ def masked_softmax(scores, valid_lens=None, fill=-math.inf, dim=-1, inclusive=Fa
     return weights.detach() if detach else weights
 
 
-def masked_softmax_unmasked_empty_rows(scores, valid_lens=None):
+def masked_softmax_unmasked_empty_rows(scores, valid_lens=None, causal=False):
     """The chapter's way: an empty row is un-masked, so its softmax is finite, then set to 0."""
+    n_q, n_k = scores.shape[-2:]
     if valid_lens is None:
-        return F.softmax(scores, dim=-1)
+        valid_lens = torch.full(scores.shape[:1], n_k, device=scores.device)
     lens = valid_lens[:, None] if valid_lens.dim() == 1 else valid_lens
-    keep = torch.arange(scores.shape[-1], device=scores.device) < lens[..., None]
+    keep = torch.arange(n_k, device=scores.device) < lens[..., None]
+    if causal:
+        keep = keep & torch.ones(n_q, n_k, dtype=torch.bool, device=scores.device).tril(n_k - n_q)
     has_key = keep.any(-1, keepdim=True)
     weights = F.softmax(scores.masked_fill(~(keep | ~has_key), -math.inf), dim=-1)
     return torch.where(has_key, weights, 0.0)
 
 
-def causal_mask(n, diagonal=0, transpose=False):
+def causal_mask(n, window=None, diagonal=0, transpose=False, wider=0, both_ways=False):
     mask = torch.ones(n, n, dtype=torch.bool).tril(diagonal)
+    if window is not None:  # keys i - window + 1 .. i (wider: that many more keys back)
+        i, j = torch.arange(n)[:, None], torch.arange(n)
+        mask = (i - j).abs() < window if both_ways else mask & (j > i - window - wider)
     return mask.T if transpose else mask
 
 
@@ -67,12 +79,15 @@ def attention(q, k, v, mask=None, scale=lambda q, v: math.sqrt(q.shape[-1]), dim
     return torch.softmax(scores, dim=dim) @ v
 
 
-def attention_flops(n, d, projections=4, per_multiply_add=2):
-    return per_multiply_add * (projections * n * d * d + 2 * n * n * d)
+def attention_flops(n, d, cached=0, projections=4, per_multiply_add=2, cache_scored=True):
+    keys = n + cached if cache_scored else n
+    return per_multiply_add * (projections * n * d * d + 2 * n * keys * d)
 
 
-def sinusoidal_encoding(n, d, pair=2, swap=False, halves=False, odd_ok=True):
-    angles = torch.arange(n, dtype=torch.float32)[:, None] * 10000 ** (-pair * torch.arange((d + 1) // 2) / d)
+def sinusoidal_encoding(n, d, pair=2, swap=False, halves=False, odd_ok=True, even_d=False):
+    over = d + d % 2 if even_d else d  # even_d: the exponent over d rounded up to even
+    exponents = -pair * torch.arange((d + 1) // 2) / over
+    angles = torch.arange(n, dtype=torch.float32)[:, None] * 10000 ** exponents
     sin, cos = (angles.cos(), angles.sin()) if swap else (angles.sin(), angles.cos())
     cos = cos[:, :d // 2] if odd_ok else cos
     if halves:
@@ -88,14 +103,17 @@ def per_column_frequency(n, d):
     return torch.where(j % 2 == 0, angles.sin(), angles.cos())
 
 
-def rope(x, positions, interleaved=False, ignore_positions=False, direction=1, pair=2, odd_refused=True):
+def rope(x, positions, interleaved=False, ignore_positions=False, direction=1, pair=2, odd_refused=True,
+         head_axis=True):
     d = x.shape[-1]
     if d % 2 and odd_refused:
         raise ValueError(f"RoPE rotates pairs: d_h = {d} must be even")
     if ignore_positions:
         positions = torch.arange(x.shape[-2], device=x.device)
     omega = 10000 ** (-pair * torch.arange(d // 2, device=x.device) / d)
-    theta = direction * positions[:, None].float() * omega
+    theta = direction * positions[..., None].float() * omega  # (n, d/2) or (b, n, d/2)
+    if positions.dim() == 2 and head_axis:  # (b, 1, ..., n, d/2): sequence b's row, every head
+        theta = theta.reshape(theta.shape[0], *[1] * (x.dim() - 3), *theta.shape[1:])
     cos, sin = theta.cos(), theta.sin()
     if interleaved:
         x1, x2 = x[..., 0::2], x[..., 1::2]
@@ -144,16 +162,34 @@ def t5_bucket(relative_position, bidirectional=True, num_buckets=32, max_distanc
     return buckets + torch.where(distance < exact, distance, large)
 
 
-def skew(rel_logits, pad=(1, 0), keep_first=False):
-    n_q, n_k = rel_logits.shape[-2:]
-    flat = F.pad(rel_logits, pad).flatten(-2)                        # n_q rows of n_k + 1, one after another
-    flat = flat[..., :n_q * n_k] if keep_first else flat[..., n_q:n_q + n_q * n_k]
-    return flat.reshape(rel_logits.shape)
+def skew(rel_logits, n_k=None, pad=(1, 0), keep_first=False):
+    n_q, width = rel_logits.shape[-2:]  # width: n_k, or n_k + n_q - 1 offsets with n_k given (both ways)
+    flat = F.pad(rel_logits, pad).flatten(-2)  # n_q rows of width + 1, one after another
+    flat = flat[..., :n_q * width] if keep_first else flat[..., n_q:n_q + n_q * width]
+    return flat.reshape(rel_logits.shape)[..., :width if n_k is None else n_k]
 
 
 def skew_square_only(rel_logits):  # the chapter's skew_by_pad: right for n_q = n_k, a shape error otherwise
     n = rel_logits.shape[-1]
     return F.pad(rel_logits, (1, 0)).reshape(*rel_logits.shape[:-2], n + 1, n)[..., 1:, :]
+
+
+def skew_full(rel):  # the chapter's two-way skew (section 4, deeper part): right for n_q = n_k only
+    n = rel.shape[-2]
+    flat = F.pad(rel, (1, 0)).flatten(-2)[..., n:]
+    return flat.reshape(*rel.shape[:-2], n, 2 * n - 1)[..., :n]
+
+
+def t5_reference(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
+    from transformers.models.t5.modeling_t5 import T5Attention
+
+    return T5Attention._relative_position_bucket(relative_position, bidirectional, num_buckets, max_distance)
+
+
+def mt5_reference(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
+    from transformers.models.mt5.modeling_mt5 import MT5Attention  # a copy of T5's, in another file
+
+    return MT5Attention._relative_position_bucket(relative_position, bidirectional, num_buckets, max_distance)
 
 
 def skew_from_position_0(rel_logits):  # query t taken to sit at position t
@@ -163,14 +199,17 @@ def skew_from_position_0(rel_logits):  # query t taken to sit at position t
     return rel_logits.gather(-1, columns.expand(rel_logits.shape))
 
 
-def ntk_frequencies(d, base, scale, exponent=True, interpolate=False, dtype=torch.float64, pair=2,
-                    refuse_2=True):
+def ntk_frequencies(d, base, scale, pair=None, exponent=True, interpolate=False, dtype=torch.float64,
+                    pair_exponent=2, refuse_2=True, last_pair_always=False):
     if d < 4 and refuse_2:
         raise ValueError(f"NTK-aware scaling needs d >= 4, got d = {d}")
+    slowed = d // 2 - 1 if pair is None or last_pair_always else pair
+    if slowed < 1 and refuse_2:
+        raise ValueError(f"pair 0 keeps its frequency: the slowed pair must be >= 1, got {slowed}")
     if interpolate:
         return (base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d) / scale).to(dtype)
-    base = base * scale ** (d / (d - 2) if exponent else 1)
-    return (base ** (-pair * torch.arange(d // 2, dtype=torch.float64) / d)).to(dtype)
+    base = base * scale ** (d / (2 * slowed) if exponent else 1)
+    return (base ** (-pair_exponent * torch.arange(d // 2, dtype=torch.float64) / d)).to(dtype)
 
 
 def position_ids(attention_mask, start=0, ignore_padding=False):
@@ -195,27 +234,57 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
      "−inf added to the scores with the empty row's NaN replaced afterwards: right weights, NaN gradients "
      "(section 1, Deeper: a query with no key gets zeros, not NaN)"),
     ("masked_softmax", P(masked_softmax, detach=True), "carry no gradient back to the scores"),
+    ("masked_softmax", P(masked_softmax, top_left=True), "the causal diagonal starts top left"),
+    ("masked_softmax", lambda scores, valid_lens=None, causal=False: masked_softmax(scores, valid_lens),
+     "causal=True is ignored"),
+    ("masked_softmax", lambda scores, valid_lens=None: masked_softmax(scores, valid_lens),
+     "causal=True must work too"),
     ("causal_mask", P(causal_mask, diagonal=-1), "j < i"),
     ("causal_mask", P(causal_mask, diagonal=1), "j ≤ i + 1"),
     ("causal_mask", P(causal_mask, transpose=True), "transposed"),
-    ("causal_mask", lambda n: ~causal_mask(n), "inverse"),
+    ("causal_mask", lambda n, window=None: ~causal_mask(n, window), "inverse"),
+    ("causal_mask", P(causal_mask, wider=1),
+     "case n=6, window=3: at [3, 0] expected False, got True — this window holds w + 1 keys"),
+    ("causal_mask", P(causal_mask, wider=-1), "this window holds w − 1 keys"),
+    ("causal_mask", P(causal_mask, both_ways=True), "the window reaches both ways"),
+    ("causal_mask", lambda n, window=None: causal_mask(n), "the window is ignored"),
+    ("causal_mask", lambda n: causal_mask(n), "window=w must work too"),
     ("attention", P(attention, dim=-2), "over the queries"),
     ("attention", P(attention, scale=lambda q, v: 1), "not divided by √d_h"),
     ("attention", P(attention, scale=lambda q, v: q.shape[-1]), "divided by d_h"),
     ("attention", P(attention, scale=lambda q, v: math.sqrt(v.shape[-1])), "divided by √d_v"),
     ("attention", lambda q, k, v, mask=None: attention(q, k, v), "mask is ignored"),
+    ("attention", P(attention, scale=lambda q, v: math.sqrt(v.shape[-2])),
+     "divided by √n_k, the number of keys"),
+    ("attention", P(attention, scale=lambda q, v: math.sqrt(q.shape[-2])), "divided by √n_q"),
+    ("attention", P(attention, scale=lambda q, v: 1 / math.sqrt(q.shape[-1])), "multiplied by √d_h"),
     ("attention_flops", P(attention_flops, projections=0), "projections (8nd²) are missing"),
     ("attention_flops", P(attention_flops, per_multiply_add=1), "counts 2 FLOPs"),
     ("attention_flops", P(attention_flops, projections=3), "three projections"),
+    ("attention_flops", P(attention_flops, cache_scored=False),
+     "case n=1, d=64, cached=15 (one step of generation): expected 36,864, got 33,024 — the cached keys are "
+     "left out"),
+    ("attention_flops", lambda n, d, cached=0: attention_flops(n + cached, d),
+     "recomputes the whole sequence"),
+    ("attention_flops", lambda n, d, cached=0: attention_flops(n, d, cached) + 4 * cached * d * d,
+     "the cached keys and values were projected again"),
+    ("attention_flops", lambda n, d: attention_flops(n, d), "cached=m must work too"),
     ("sinusoidal_encoding", P(sinusoidal_encoding, halves=True), "halves"),
     ("sinusoidal_encoding", P(sinusoidal_encoding, pair=1), "exponent is l/d"),
     ("sinusoidal_encoding", P(sinusoidal_encoding, swap=True), "swapped"),
     ("sinusoidal_encoding", P(sinusoidal_encoding, odd_ok=False), "odd d must work too"),
     ("sinusoidal_encoding", per_column_frequency, "its own frequency"),
+    ("sinusoidal_encoding", P(sinusoidal_encoding, even_d=True), "case n=7, d=7 (odd d): at position i = 1, "
+     "column 2: expected 0.0719065, got 0.0998334 — the exponent is 2l/(d + 1)"),
+    ("sinusoidal_encoding", lambda n, d: sinusoidal_encoding(n, d) * (1.01 if d % 2 else 1),
+     "the full pairs (columns 0..5) already differ"),
     ("rope", P(rope, interleaved=True), "interleaved pairing (2l, 2l+1)"),
     ("rope", P(rope, ignore_positions=True), "positions are ignored"),
     ("rope", P(rope, direction=-1), "wrong way"),
     ("rope", P(rope, pair=1), "10000^(−l/d_h)"),
+    ("rope", P(rope, head_axis=False), "broadcast against the heads axis"),
+    ("rope", lambda x, positions: rope(x, positions[0] if positions.dim() == 2 else positions),
+     "the first row's positions"),
     ("rope", P(rope, odd_refused=False), "d_h = 5 is odd, so coordinate l has no partner l + d_h/2: raise a "
      "ValueError"),
     ("alibi_bias", P(alibi_bias, sign=1), "sign is flipped"),
@@ -227,6 +296,9 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
      "-inf — this is the causal bias"),
     ("t5_bucket", P(t5_bucket, flip_sign=True), "i − j"),
     ("t5_bucket", lambda r, bidirectional=True, **kw: t5_bucket(r, not bidirectional, **kw), "mixed up"),
+    ("t5_bucket", t5_reference, "case relative_position j − i for n=12, defaults: your function calls "
+     "transformers' _relative_position_bucket, the reference it is checked against"),
+    ("t5_bucket", mt5_reference, "calls transformers' _relative_position_bucket"),
     ("t5_bucket", P(t5_bucket, one_sided_abs=True), "case relative_position −300..300, bidirectional=False: "
      "at δ = +1: expected 0, got 1 — one-sided buckets were taken from |δ|"),
     ("skew", P(skew, pad=(0, 1)), "shifted by one"),
@@ -235,10 +307,17 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
     ("skew", skew_from_position_0, "case rel_logits (2, 7) (n_q < n_k): at query t = 0, key j = 0: expected"),
     ("skew", skew_from_position_0, "the queries were put at positions 0..n_q − 1"),
     ("skew", skew_square_only, "n_q < n_k: query t sits at position n_k − n_q + t, not t"),
+    ("skew", lambda rel_logits, n_k=None: skew(rel_logits) if n_k is None else skew_full(rel_logits),
+     "with n_k given, rel_logits has n_k + n_q − 1 = 7 columns"),
+    ("skew", lambda rel_logits, n_k=None: skew(rel_logits, n_k, keep_first=True), "the first n_q numbers"),
     ("ntk_frequencies", P(ntk_frequencies, exponent=False), "base·scale"),
-    ("ntk_frequencies", P(ntk_frequencies, pair=1), "at pair ℓ = 1: expected"),
-    ("ntk_frequencies", P(ntk_frequencies, pair=1), "the exponent is ℓ/d; it is 2ℓ/d"),
-    ("ntk_frequencies", P(ntk_frequencies, refuse_2=False), "d = 2 the exponent d/(d − 2) divides by zero"),
+    ("ntk_frequencies", P(ntk_frequencies, pair_exponent=1), "at pair ℓ = 1: expected"),
+    ("ntk_frequencies", P(ntk_frequencies, pair_exponent=1), "the exponent is ℓ/d; it is 2ℓ/d"),
+    ("ntk_frequencies", P(ntk_frequencies, refuse_2=False),
+     "d = 2 is refused: raise a ValueError that says d ≥ 4"),
+    ("ntk_frequencies", P(ntk_frequencies, last_pair_always=True),
+     "this base slows the last pair, whatever pair="),
+    ("ntk_frequencies", lambda d, base, scale: ntk_frequencies(d, base, scale), "pair=ℓ* must work too"),
     ("ntk_frequencies", P(ntk_frequencies, interpolate=True), "position interpolation"),
     ("ntk_frequencies", P(ntk_frequencies, dtype=torch.float32), "float32"),
     ("position_ids", P(position_ids, ignore_padding=True), "padding is ignored"),
@@ -420,3 +499,68 @@ def test_a_log_handler_made_during_a_check_writes_to_the_real_stderr(capsys):
     streams = [handler.stream for handler in logger.handlers]
     logger.handlers.clear()
     assert streams and all(stream is sys.stderr for stream in streams)
+
+
+# ------------------------------------------------------------------ the chapters' own cells do not pass
+def chapter_masked_softmax(scores, valid_lens):
+    """Section 1's key_mask and softmax_with_mask, put together: valid lengths only, no causal."""
+    if valid_lens is None:
+        return F.softmax(scores, dim=-1)
+    lens = valid_lens[:, None].expand(-1, scores.shape[1]) if valid_lens.dim() == 1 else valid_lens
+    allowed = torch.arange(scores.shape[-1], device=scores.device) < lens[..., None]
+    has_key = allowed.any(-1, keepdim=True)
+    minus_inf = torch.zeros(allowed.shape, device=scores.device).masked_fill(~(allowed | ~has_key), -math.inf)
+    return torch.where(has_key, F.softmax(scores + minus_inf, dim=-1), 0.0)
+
+
+def chapter_sinusoidal_table(n, d):
+    """Section 3's sinusoidal_table: even d only (sin, cos stacked and flattened)."""
+    angles = torch.arange(n, dtype=torch.float32)[:, None] / 10000 ** (torch.arange(0, d, 2) / d)
+    return torch.stack([angles.sin(), angles.cos()], dim=-1).flatten(1)
+
+
+def chapter_alibi_causal_bias(n, h):
+    """Section 4's alibi_causal_bias: a power of two heads, −inf after the query."""
+    if h & (h - 1):
+        raise ValueError(f"this version takes a power of two heads, not {h}")
+    slopes = 2.0 ** (-8 * torch.arange(1, h + 1) / h)
+    delta = torch.arange(n)[None, :] - torch.arange(n)[:, None]
+    return (slopes[:, None, None] * delta).masked_fill(delta > 0, -math.inf)
+
+
+def chapter_rope(x, positions):
+    """Section 5's rotate, on the half-split pairs: positions (n,) shared by every sequence."""
+    half = x.shape[-1] // 2
+    angles = positions[:, None] * 10000.0 ** (-torch.arange(0, half, dtype=torch.float64) / half)
+    cos, sin = angles.cos().float(), angles.sin().float()
+    x1, x2 = x[..., :half], x[..., half:]
+    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1)
+
+
+def chapter_ntk(d, base, scale):
+    """Section 6's stretched(..., 'NTK'): the base raised by scale^(d/(d−2))."""
+    return (base * scale ** (d / (d - 2))) ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+
+
+CHAPTER_CELLS = [  # (exercise, the chapter's cell as a reader would copy it, what the line says)
+    ("masked_softmax", chapter_masked_softmax, "causal=True must work too"),
+    ("causal_mask", lambda n: torch.ones(n, n, dtype=torch.bool).tril(), "window=w must work too"),
+    ("attention_flops", lambda n, d: 8 * n * d**2 + 4 * n**2 * d, "cached=m must work too"),
+    ("sinusoidal_encoding", chapter_sinusoidal_table, "odd d must work too"),
+    ("alibi_bias", chapter_alibi_causal_bias, "this is the causal bias"),
+    ("skew", lambda rel_logits: F.pad(rel_logits, (1, 0)).reshape(
+        *rel_logits.shape[:-2], rel_logits.shape[-1] + 1, rel_logits.shape[-1])[..., 1:, :], "n_q < n_k"),
+    ("skew", lambda rel_logits, n_k=None: skew_full(rel_logits), "case rel_logits (4, 4) (n_q = n_k): your "
+     "function raises RuntimeError"),
+    ("t5_bucket", t5_reference, "calls transformers' _relative_position_bucket"),
+    ("rope", chapter_rope, "positions (b, n) must work too"),
+    ("ntk_frequencies", chapter_ntk, "pair=ℓ* must work too"),
+]
+
+
+@pytest.mark.parametrize("name, fn, says", CHAPTER_CELLS, ids=[f"{n}-{s}" for n, _, s in CHAPTER_CELLS])
+def test_the_chapters_own_cell_does_not_pass(capsys, name, fn, says):
+    """An exercise asks for more than a cell the chapter shows: that cell, copied, fails, and the line
+    says what more is asked."""
+    passed, line = line_of(capsys, name, fn)
+    assert not passed and says in line, line

@@ -39,7 +39,8 @@ class Case:
     label: str
     args: tuple
     kwargs: dict = field(default_factory=dict)
-    note: str = ""  # what the line adds when fn fails this case with no known mistake (its edge case)
+    note: object = ""  # what the line adds when fn fails this case with no known mistake (its edge case);
+    # a function of what fn returned when that decides what to say
     raises: type = None  # the contract asks fn to raise this here (the note says why), not to return
 
 
@@ -50,9 +51,11 @@ class Exercise:
     against: str  # "agree with ...": what was compared, in words
     covered: str
     mistakes: dict  # what the line says -> the mistaken implementation
-    checked: object = None  # (*args) -> bool mask of the entries the contract defines
+    checked: object = None  # (*args, **kwargs) -> bool mask of the entries the contract defines
     where: object = None  # (case, index) -> the entry in the exercise's terms; default "at [i, j]"
     also: object = None  # (case, fn) -> None or what else is wrong, once the values agree (gradients)
+    forbidden: tuple = None  # (function name, what to call it): a library function fn must not call (the
+    # reference itself), e.g. ("_relative_position_bucket", "transformers' T5 ...")
 
 
 # ----------------------------------------------------------------------------------- check()
@@ -92,27 +95,31 @@ def _run(exercise, case, fn):
     """None when fn passes the case, else what went wrong (and which known mistake it is)."""
     args, kwargs = [moved(a) for a in case.args], {k: moved(v) for k, v in case.kwargs.items()}
     try:
-        got = fn(*args, **kwargs)
+        with _watching(exercise.forbidden) as called:
+            got = fn(*args, **kwargs)
     except NotImplementedError:
         return NOT_YET
     except Exception as error:
         if case.raises and isinstance(error, case.raises):
             return None
         return f"your function raises {type(error).__name__}: {one_line(error)}{_note(case)}"
+    if called:
+        return (f"your function calls {exercise.forbidden[1]}, the reference it is checked against: "
+                "write the rule yourself")
     if case.raises:
         return f"returned {type(got).__name__}, expected a {case.raises.__name__}{_note(case)}"
     expected = exercise.reference(*case.args, **case.kwargs)
     where = _device.chosen_device.type
     if isinstance(got, torch.Tensor) and got.device.type != where and _has_tensor(case.args):
         return f"returned a tensor on {got.device.type}; the inputs are on {where}: compute where they are"
-    mask = exercise.checked(*case.args) if exercise.checked else None
+    mask = exercise.checked(*case.args, **case.kwargs) if exercise.checked else None
     place = (lambda at: exercise.where(case, at)) if exercise.where else _at
     try:
         problem = differs(got, expected, mask, TOLERANCE, place)
     except Exception as error:  # e.g. a sparse tensor or an int-like that fails to convert
         return f"returned a {type(got).__name__} that cannot be compared ({one_line(error)})"
     if problem:
-        return problem + (_which_mistake(exercise.mistakes, case, got, mask) or _note(case))
+        return problem + (_which_mistake(exercise.mistakes, case, got, mask) or _note(case, got))
     return exercise.also(case, fn) if exercise.also else None
 
 
@@ -153,8 +160,31 @@ def one_line(thing):
     return text if len(text) <= MAX_MESSAGE else text[:MAX_MESSAGE - 1] + "…"
 
 
-def _note(case):
-    return f" — {case.note}" if case.note else ""
+@contextlib.contextmanager
+def _watching(forbidden):
+    """Yields a list that names the forbidden library function once fn has called it (a profile hook sees
+    every Python call: copies of the function in other models' files count too)."""
+    called = []
+    if forbidden is None:
+        yield called
+        return
+
+    def profile(frame, event, arg):
+        code = frame.f_code
+        if event == "call" and code.co_name == forbidden[0] and "transformers" in code.co_filename:
+            called.append(code.co_filename)
+
+    before = sys.getprofile()
+    sys.setprofile(profile)
+    try:
+        yield called
+    finally:
+        sys.setprofile(before)
+
+
+def _note(case, got=None):
+    note = case.note(got) if callable(case.note) else case.note
+    return f" — {note}" if note else ""
 
 
 def _which_mistake(mistakes, case, got, mask):

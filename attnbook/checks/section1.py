@@ -1,47 +1,64 @@
 """Section 1's exercises (self-attention) and the mistakes each names.
 
-* masked_softmax: softmax over the queries; masked scores set to 0; −1e6 fill (an empty row comes
-  out uniform); key j = valid length kept (j ≤ len); valid_lens ignored; valid_lens (b, q) not
-  handled (the case's note). Its gradients are checked too, once the weights agree: −inf added to the
-  scores and the empty row's NaN replaced afterwards gives the right weights and NaN gradients.
-* causal_mask: strict j < i; j ≤ i + 1; transposed (j ≥ i); inverted (True where blocked); the
-  additive 0/−inf float mask instead of bool.
-* attention: softmax over the queries; no scaling; divided by d_h; divided by √d_v; mask read the
-  other way; mask ignored.
+* masked_softmax: its contract grew (issue 29): `causal=True` also hides the keys after each query,
+  the queries being the last n_q of the n_k positions (a KV cache; torch's causal_lower_right), so the
+  chapter's two cells no longer answer it; called as masked_softmax(scores, valid_lens) it is what it
+  was. Mistakes: softmax over the queries; masked scores set to 0; −1e6 fill (an empty row comes out
+  uniform); key j = valid length kept (j ≤ len); valid_lens ignored; causal ignored; the causal
+  diagonal top-left (SDPA's is_causal, query t at position t); valid_lens (b, q) not handled (the
+  case's note). Its gradients are checked too, once the weights agree: −inf added to the scores and
+  the empty row's NaN replaced afterwards gives the right weights and NaN gradients.
+* causal_mask: its contract grew (issue 29): `window=w` keeps only each query's last w keys, itself
+  included (a sliding window, as Mistral's in transformers); causal_mask(n) is what it was. Mistakes:
+  strict j < i; j ≤ i + 1; transposed (j ≥ i); inverted (True where blocked); the additive 0/−inf
+  float mask instead of bool; a window of w + 1 or w − 1 keys; the window ignored; the window on both
+  sides.
+* attention: softmax over the queries; no scaling; divided by d_h; divided by √d_v; divided by √n_k
+  or √n_q (the lengths); multiplied by √d_h; mask read the other way; mask ignored.
 """
 import math
 
 import torch
 import torch.nn.functional as F
+from torch.nn.attention import bias as attention_bias
 
 from attnbook.checks.machinery import LOOSE, TOLERANCE, Case, Exercise, differs, moved, one_line, randn, tril
 
 
 # ----------------------------------------------------------------------------------- masked_softmax
-def _keep(scores, valid_lens, inclusive=False):
-    lens = valid_lens[..., None] if valid_lens.dim() == 2 else valid_lens[:, None, None]
-    keys = torch.arange(scores.shape[-1], device=scores.device)
-    return keys <= lens if inclusive else keys < lens
+def _keep(scores, valid_lens, inclusive=False, causal=False, corner="lower_right"):
+    """True where query t may see key j: j < its valid length (j ≤ with inclusive), and with causal j at
+    or before the query's position (torch's causal_lower_right: the queries are the last n_q keys)."""
+    keep = torch.ones(scores.shape, dtype=torch.bool, device=scores.device)
+    if valid_lens is not None:
+        lens = valid_lens[..., None] if valid_lens.dim() == 2 else valid_lens[:, None, None]
+        keys = torch.arange(scores.shape[-1], device=scores.device)
+        keep = keep & (keys <= lens if inclusive else keys < lens)
+    if causal:
+        diagonal = getattr(attention_bias, f"causal_{corner}")(*scores.shape[-2:])
+        keep = keep & diagonal._materialize(scores.device)
+    return keep
 
 
-def _masked(scores, valid_lens, fill, dim=-1, inclusive=False):
+def _masked(scores, valid_lens, fill, dim=-1, inclusive=False, causal=False, corner="lower_right"):
     """Keys j < valid length kept (j ≤ with inclusive), the rest set to `fill`, softmax over `dim`."""
-    if valid_lens is None:
+    if valid_lens is None and not causal:
         return scores.softmax(dim)
-    return scores.masked_fill(~_keep(scores, valid_lens, inclusive), fill).softmax(dim).nan_to_num(0.0)
+    keep = _keep(scores, valid_lens, inclusive, causal, corner)
+    return scores.masked_fill(~keep, fill).softmax(dim).nan_to_num(0.0)
 
 
-def _masked_softmax(scores, valid_lens=None):
+def _masked_softmax(scores, valid_lens=None, causal=False):
     # torch has no length-masked softmax: masked_fill with −inf, and an empty row's NaNs become 0
     # (masked_fill's backward gives the masked entries, so the whole empty row, a zero gradient)
-    return _masked(scores, valid_lens, -math.inf)
+    return _masked(scores, valid_lens, -math.inf, causal=causal)
 
 
-def _added_then_replaced(scores, valid_lens=None):
+def _added_then_replaced(scores, valid_lens=None, causal=False):
     """−inf *added* to the masked scores, the empty row's NaN replaced afterwards (for the mistake)."""
-    if valid_lens is None:
+    if valid_lens is None and not causal:
         return scores.softmax(-1)
-    minus_inf = torch.zeros_like(scores).masked_fill(~_keep(scores, valid_lens), -math.inf)
+    minus_inf = torch.zeros_like(scores).masked_fill(~_keep(scores, valid_lens, causal=causal), -math.inf)
     return (scores + minus_inf).softmax(-1).nan_to_num(0.0)
 
 
@@ -50,11 +67,11 @@ GRADIENT_MISTAKES = {
     "gradients (section 1, Deeper: a query with no key gets zeros, not NaN)": _added_then_replaced}
 
 
-def _gradient(fn, scores, valid_lens):
+def _gradient(fn, scores, valid_lens, **kwargs):
     """d(Σ weights · u)/d scores for a fixed u, or a string saying why there is none."""
     scores = moved(scores).requires_grad_(True)
     try:
-        weights = fn(scores, moved(valid_lens))
+        weights = fn(scores, moved(valid_lens), **kwargs)
         if not weights.requires_grad:
             return "your weights carry no gradient back to the scores (detached, or made outside autograd)"
         upstream = torch.linspace(-1, 1, weights.numel()).reshape(weights.shape).to(weights.device)
@@ -66,14 +83,14 @@ def _gradient(fn, scores, valid_lens):
 
 def _masked_softmax_gradients(case, fn):
     """After the weights agree: the gradients, finite, zero on an empty row, as the reference's."""
-    expected, got = (_gradient(f, *case.args) for f in (_masked_softmax, fn))
+    expected, got = (_gradient(f, *case.args, **case.kwargs) for f in (_masked_softmax, fn))
     if isinstance(got, str):
         return got
     problem = differs(got, expected, None, TOLERANCE, lambda at: f"the scores' gradient at {list(at)}:")
     if not problem:
         return None
     for says, wrong in GRADIENT_MISTAKES.items():
-        if differs(got, _gradient(wrong, *case.args), None, LOOSE) is None:
+        if differs(got, _gradient(wrong, *case.args, **case.kwargs), None, LOOSE) is None:
             return f"{problem} — {says}"
     return f"{problem} — the weights are right, their gradients are not (finite, and 0 on an empty row)"
 
@@ -89,12 +106,41 @@ def _masked_softmax_cases(g):
         cases.append(Case(f"scores {shape}, valid_lens {valid}{' (b, q)' if per_query else ''}{empty}",
                           (2 * randn(g, *shape), valid_lens),
                           note="valid_lens (b, q) must work too: one length per query" * per_query))
+    causal = [((1, 4, 4), None), ((2, 3, 5), [2, 4]), ((2, 2, 6), [[0, 6], [3, 4]]), ((1, 1, 3), [3]),
+              ((2, 5, 5), [5, 3])]
+    for shape, valid in causal:
+        n_q, n_k = shape[-2:]
+        where = "n_q = n_k" if n_q == n_k else f"the {n_q} queries at positions {n_k - n_q}..{n_k - 1}"
+        cases.append(Case(f"scores {shape}, valid_lens {valid}, causal ({where})",
+                          (2 * randn(g, *shape), None if valid is None else torch.tensor(valid)),
+                          {"causal": True}, note=(
+                              "causal=True must work too: query t sits at position n_k − n_q + t and sees "
+                              "the keys j ≤ n_k − n_q + t, within its valid length")))
     return cases
 
 
 # ----------------------------------------------------------------------------------- causal_mask
-def _causal_mask(n):
-    return torch.nn.Transformer.generate_square_subsequent_mask(n) == 0
+def _causal_mask(n, window=None):
+    if window is None:
+        return torch.nn.Transformer.generate_square_subsequent_mask(n) == 0
+    from transformers.masking_utils import sliding_window_causal_mask_function
+
+    # transformers' mask functions take index tensors: query i down, key j across
+    return sliding_window_causal_mask_function(window)(0, 0, torch.arange(n)[:, None], torch.arange(n))
+
+
+def _windowed(n, window=None, keys=lambda i, j, w: (j <= i) & (j > i - w)):
+    """A sliding window written out (for mistakes): `keys` says which key j query i sees."""
+    i, j = torch.arange(n)[:, None], torch.arange(n)
+    return keys(i, j, window) if window is not None else tril(n, 0)
+
+
+def _causal_cases(g):
+    return [Case(f"n={n}", (n,)) for n in (5, 1, 2, 8)] + [
+        Case(f"n={n}, window={w}{note}", (n,), {"window": w},
+             note="window=w must work too: query i sees keys i − w + 1..i, its own among them")
+        for n, w, note in [(6, 3, ""), (5, 1, " (itself only)"), (4, 4, " (= n: causal)"), (3, 8, " (> n)"),
+                           (9, 2, "")]]
 
 
 # ----------------------------------------------------------------------------------- attention
@@ -117,7 +163,7 @@ def _attention_cases(g):
     random_mask = torch.rand(2, 4, 6, generator=g) < 0.5
     random_mask[..., 0] = True  # no fully masked row (the contract promises none)
     padding = torch.tensor([[True] * 4 + [False] * 2, [True] * 6])[:, None, :]
-    specs = [((2, 4, 6, 16, 4), None, "no mask"), ((2, 4, 6, 16, 4), padding, "padding mask (b, 1, n_k)"),
+    specs = [((2, 4, 6, 16, 5), None, "no mask"), ((2, 4, 6, 16, 4), padding, "padding mask (b, 1, n_k)"),
              ((2, 5, 5, 8, 3), tril(5, 0), "causal mask (n, n)"),
              ((2, 4, 6, 8, 8), random_mask, "random mask (b, n_q, n_k)"),
              ((1, 1, 1, 8, 2), None, "n = 1"), ((3, 2, 3, 1, 2), None, "d_h = 1")]
@@ -129,34 +175,51 @@ def _attention_cases(g):
 EXERCISES = {
     "masked_softmax": Exercise(
         _masked_softmax_cases, _masked_softmax,
-        "softmax over each row's valid keys, an empty row all zeros (softmax with the masked keys at −inf "
-        "gives NaN there), and their gradients (finite, 0 on an empty row)",
-        "valid_lens None, (b,) and (b, q), valid length 0, lengths beyond k", {
+        "softmax over each row's valid keys (causal: torch's causal_lower_right too), an empty row all "
+        "zeros (softmax with the masked keys at −inf gives NaN there), and their gradients (finite, 0 on an "
+        "empty row)", "valid_lens None, (b,) and (b, q), valid length 0, lengths beyond k, causal with "
+        "n_q = n_k and n_q < n_k",
+        {
             "the softmax runs over the queries (dim −2); it must run over the keys (dim −1)":
-                lambda s, v=None: _masked(s, v, -math.inf, dim=-2),
+                lambda s, v=None, causal=False: _masked(s, v, -math.inf, dim=-2, causal=causal),
             "the masked scores are set to 0, so masked keys still get weight; set them to −inf":
-                lambda s, v=None: _masked(s, v, 0.0),
+                lambda s, v=None, causal=False: _masked(s, v, 0.0, causal=causal),
             "this is the −1e6 fill: a row of valid length 0 comes out uniform instead of all zeros":
-                lambda s, v=None: _masked(s, v, -1e6),
+                lambda s, v=None, causal=False: _masked(s, v, -1e6, causal=causal),
             "key j = valid length is kept too (j ≤ len); only keys j < len count":
-                lambda s, v=None: _masked(s, v, -math.inf, inclusive=True),
+                lambda s, v=None, causal=False: _masked(s, v, -math.inf, inclusive=True, causal=causal),
             "valid_lens is ignored: keys at or past the valid length must get weight 0":
-                lambda s, v=None: s.softmax(-1)},
+                lambda s, v=None, causal=False: _masked(s, None, -math.inf, causal=causal),
+            "causal=True is ignored: keys after each query's position must get weight 0 too":
+                lambda s, v=None, causal=False: _masked(s, v, -math.inf),
+            "the causal diagonal starts top left (query t at position t, as SDPA's is_causal); the queries "
+            "are the last n_q positions, query t at n_k − n_q + t (torch's causal_lower_right)":
+                lambda s, v=None, causal=False: _masked(s, v, -math.inf, causal=causal, corner="upper_left")},
         also=_masked_softmax_gradients),
     "causal_mask": Exercise(
-        lambda g: [Case(f"n={n}", (n,)) for n in (5, 1, 2, 8)], _causal_mask,
-        "torch.nn.Transformer.generate_square_subsequent_mask(n) == 0, True on and below the diagonal",
-        "n 1..8", {
+        _causal_cases, _causal_mask,
+        "torch.nn.Transformer.generate_square_subsequent_mask(n) == 0, True on and below the diagonal, and "
+        "transformers' sliding_window_causal_mask_function (Mistral's window)",
+        "n 1..9, no window and windows 1..8", {
             "this is j < i: query i may also attend to itself (j ≤ i)":
-                lambda n: tril(n, -1),
+                lambda n, window=None: _windowed(n, window, lambda i, j, w: (j < i) & (j >= i - w)) if window
+                else tril(n, -1),
             "this is j ≤ i + 1, one key too many: query i would see token i + 1":
-                lambda n: tril(n, 1),
+                lambda n, window=None: tril(n, 1),
             "this is the mask transposed (j ≥ i): True must be where j ≤ i":
-                lambda n: tril(n, 0).T,
+                lambda n, window=None: _causal_mask(n, window).T,
             "this is the inverse (True where j > i, blocked); True must mean 'may attend'":
-                lambda n: ~tril(n, 0),
+                lambda n, window=None: ~_causal_mask(n, window),
             "this is the additive float mask (0 and −inf); the exercise asks for a bool mask":
-                lambda n: torch.nn.Transformer.generate_square_subsequent_mask(n)}),
+                lambda n, window=None: torch.nn.Transformer.generate_square_subsequent_mask(n),
+            "this window holds w + 1 keys (j ≥ i − w); it holds w, the query's own among them (j > i − w)":
+                lambda n, window=None: _windowed(n, window, lambda i, j, w: (j <= i) & (j >= i - w)),
+            "this window holds w − 1 keys (j > i − w + 1); it holds w, the query's own key among them":
+                lambda n, window=None: _windowed(n, window, lambda i, j, w: (j <= i) & (j > i - w + 1)),
+            "the window is ignored: with window=w query i sees only keys i − w + 1..i":
+                lambda n, window=None: tril(n, 0),
+            "the window reaches both ways (|i − j| < w); it is causal too: no key after the query":
+                lambda n, window=None: _windowed(n, window, lambda i, j, w: (i - j).abs() < w)}),
     "attention": Exercise(
         _attention_cases, _attention, "F.scaled_dot_product_attention with the boolean mask as attn_mask",
         "n_q ≠ n_k, d_v ≠ d_h, no mask, padding, causal and random masks, n = 1, d_h = 1", {
@@ -168,6 +231,12 @@ EXERCISES = {
                 lambda q, k, v, m=None: _attention_as(q, k, v, m, lambda q, v: q.shape[-1]),
             "the scores are divided by √d_v; divide by √d_h, the width of q and k":
                 lambda q, k, v, m=None: _attention_as(q, k, v, m, lambda q, v: math.sqrt(v.shape[-1])),
+            "the scores are divided by √n_k, the number of keys; divide by √d_h, the width of q and k":
+                lambda q, k, v, m=None: _attention_as(q, k, v, m, lambda q, v: math.sqrt(v.shape[-2])),
+            "the scores are divided by √n_q, the number of queries; divide by √d_h, the width of q and k":
+                lambda q, k, v, m=None: _attention_as(q, k, v, m, lambda q, v: math.sqrt(q.shape[-2])),
+            "the scores are multiplied by √d_h; divide by it":
+                lambda q, k, v, m=None: _attention_as(q, k, v, m, lambda q, v: 1 / math.sqrt(q.shape[-1])),
             "the mask is read the other way: True means 'may attend'":
                 lambda q, k, v, m=None: _attention_as(q, k, v, m, keep=False),
             "the mask is ignored":

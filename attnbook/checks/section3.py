@@ -1,7 +1,9 @@
 """Section 3's exercise (positional encoding) and the mistakes it names.
 
 * sinusoidal_encoding: sin/cos halves instead of interleaved; exponent l/d; a frequency per column
-  (j/d); sin and cos swapped; odd d failing (the case's note).
+  (j/d); sin and cos swapped; for odd d the exponent over d + 1 or d − 1 (d made even). An odd d that
+  fails otherwise is diagnosed by where: the full pairs first (their frequencies), then the last column.
+  Reported by position i and column.
 """
 import torch
 
@@ -26,10 +28,22 @@ def _sin_cos_halves(n, d):
     return torch.cat([angles.sin(), angles[:, :d // 2].cos()], -1).float()
 
 
+def _odd_d(n, d):
+    """What an odd-d case says when no known mistake fits: the full pairs' frequencies, then the last column
+    (an answer that raised or returned another shape: the last column)."""
+    def note(got):
+        pairs_differ = isinstance(got, torch.Tensor) and got.shape == (n, d) and not torch.allclose(
+            got.detach().cpu().float()[:, :d - 1], _sinusoidal_encoding(n, d)[:, :d - 1], 1e-4, 1e-4)
+        if not pairs_differ:
+            return "odd d must work too: the last column is a sin with no cos beside it"
+        return (f"the full pairs (columns 0..{d - 2}) already differ: for odd d too, ω_l = 10000^(−2l/d) "
+                f"with d = {d} itself")
+    return note
+
+
 def _sinusoidal_cases(g):
     sizes = [(6, 8), (50, 32), (1, 4), (10, 2), (7, 7), (4, 1), (9, 5)]
-    return [Case(f"n={n}, d={d}{' (odd d)' if d % 2 else ''}", (n, d),
-                 note="odd d must work too: the last column is a sin with no cos beside it" * (d % 2))
+    return [Case(f"n={n}, d={d}{' (odd d)' if d % 2 else ''}", (n, d), note=_odd_d(n, d) if d % 2 else "")
             for n, d in sizes]
 
 
@@ -45,5 +59,10 @@ EXERCISES = {
             "each column has its own frequency (j/d); columns 2l and 2l+1 share ω_l = 10000^(−2l/d)":
                 lambda n, d: _sinusoid(n, d, lambda j, d: j / d),
             "sin and cos are swapped: sin goes to the even columns 2l, cos to the odd ones":
-                lambda n, d: _sinusoid(n, d, even=torch.cos, odd=torch.sin)}),
+                lambda n, d: _sinusoid(n, d, even=torch.cos, odd=torch.sin),
+            "the exponent is 2l/(d + 1), d rounded up to even; for odd d too it is 2l/d":
+                lambda n, d: _sinusoid(n, d, lambda j, d: 2 * (j // 2) / (d + d % 2)),
+            "the exponent is 2l/(d − 1), d rounded down to even; for odd d too it is 2l/d":
+                lambda n, d: _sinusoid(n, d, lambda j, d: 2 * (j // 2) / (d - d % 2))},
+        where=lambda case, at: f"at position i = {at[0]}, column {at[1]}:"),
 }

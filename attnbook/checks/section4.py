@@ -5,11 +5,15 @@
   value; the causal version (−∞ above the diagonal); slopes sorted steepest first. Reported by head
   g = 1..h and positions (i, j).
 * t5_bucket: i − j (sign); bidirectional mixed up; one-sided buckets from |δ| (a future key in a
-  bucket of its own); no clamp at the last bucket. Reported by offset δ.
-* skew: its contract changed (issue 29): the queries are the *last* n_q of n_k positions, so the
-  chapter's square skew (n_q = n_k) is one case of it. Mistakes: the queries put at 0..n_q − 1; pad
-  on the wrong side (shifted by one); the first n_q entries of the padded memory kept (off by one
-  row); offsets read in reverse; not skewed at all. Reported by query t and key j.
+  bucket of its own); no clamp at the last bucket. Reported by offset δ. An answer that calls
+  transformers' _relative_position_bucket (T5's or a copy in another model) is told so in one line.
+* skew: its contract changed twice (issue 29): the queries are the *last* n_q of n_k positions, so the
+  chapter's square skew (n_q = n_k) is one case of it; and with `n_k` given it is the two-way skew of
+  such queries, (..., n_q, n_k + n_q − 1) → (..., n_q, n_k), every entry defined, of which the chapter's
+  skew_full is the case n_q = n_k. skew(rel_logits) is what it was. Mistakes: the queries put at
+  0..n_q − 1; pad on the wrong side (shifted by one); the first n_q entries of the padded memory kept
+  (off by one row); offsets read in reverse; not skewed at all.
+  Reported by query t and key j.
 """
 import math
 
@@ -104,40 +108,47 @@ def _offset(case, at):
 
 
 # ----------------------------------------------------------------------------------- skew
-def _columns(n_q, n_k, reverse=False):
-    """Column of rel_logits that entry (t, j) reads: offset δ = j − p with p = n_k − n_q + t the query's
-    position; column r holds δ = r − (n_k − 1). Future keys (j > p) are clamped and not checked."""
+def _columns(n_q, width, n_k=None, reverse=False):
+    """Column of rel_logits (`width` columns) that entry (t, j) reads: offset δ = j − p with p = n_k − n_q + t
+    the query's position; column r holds δ = r − (n_k − 1). Without n_k (width = n_k) future keys
+    (j > p) are clamped and not checked."""
+    n_k = width if n_k is None else n_k
     t, j = torch.arange(n_q)[:, None], torch.arange(n_k)
     delta = j - (n_k - n_q + t)
-    return (-delta if reverse else delta + n_k - 1).clamp(0, n_k - 1)
+    return (-delta if reverse else delta + n_k - 1).clamp(0, width - 1)
 
 
-def _up_to_own_position(n_q, n_k):
-    """True for the keys j ≤ n_k − n_q + t of query t: the entries the contract defines."""
-    return torch.arange(n_k) <= n_k - n_q + torch.arange(n_q)[:, None]
+def _up_to_own_position(rel_logits, n_k=None):
+    """True for the keys j ≤ n_k − n_q + t of query t: the entries the contract defines (all with n_k)."""
+    n_q, width = rel_logits.shape[-2:]
+    if n_k is not None:
+        return torch.ones(n_q, n_k, dtype=torch.bool)
+    return torch.arange(width) <= width - n_q + torch.arange(n_q)[:, None]
 
 
 def _gathered(rel_logits, columns):
-    return rel_logits.gather(-1, columns.expand(rel_logits.shape))
+    return rel_logits.gather(-1, columns.expand(*rel_logits.shape[:-1], columns.shape[-1]))
 
 
-def _skew(rel_logits):
+def _skew(rel_logits, n_k=None):
     # no library has this shift: gather the column of each entry's offset
-    return _gathered(rel_logits, _columns(*rel_logits.shape[-2:]))
+    return _gathered(rel_logits, _columns(*rel_logits.shape[-2:], n_k))
 
 
-def _pad_skew(rel_logits, pad=(1, 0), drop=None):
-    """The skew by memory: pad a column, drop the first `drop` entries (n_q), read rows of n_k."""
-    n_q, n_k = rel_logits.shape[-2:]
+def _pad_skew(rel_logits, n_k=None, pad=(1, 0), drop=None):
+    """The skew by memory: pad a column, drop the first `drop` entries (n_q), read rows of the width,
+    keep n_k columns."""
+    n_q, width = rel_logits.shape[-2:]
     flat = F.pad(rel_logits, pad).flatten(-2)[..., n_q if drop is None else drop:]
-    return flat[..., :n_q * n_k].reshape(rel_logits.shape)
+    return flat[..., :n_q * width].reshape(rel_logits.shape)[..., :width if n_k is None else n_k]
 
 
-def _skew_at_start(rel_logits):
+def _skew_at_start(rel_logits, n_k=None):
     """Query t taken to sit at position t, as if there were no earlier keys (for the mistake)."""
-    n_q, n_k = rel_logits.shape[-2:]
+    n_q, width = rel_logits.shape[-2:]
+    n_k = width if n_k is None else n_k
     t, j = torch.arange(n_q)[:, None], torch.arange(n_k)
-    return _gathered(rel_logits, (j - t + n_k - 1).clamp(0, n_k - 1))
+    return _gathered(rel_logits, (j - t + n_k - 1).clamp(0, width - 1))
 
 
 def _skew_cases(g):
@@ -149,6 +160,12 @@ def _skew_cases(g):
         cases.append(Case(f"rel_logits {shape}{what}", (randn(g, *shape),), note=(
             "n_q < n_k: query t sits at position n_k − n_q + t, not t, and the padded memory, n_q rows of "
             "n_k + 1, no longer splits into n_k + 1 rows of n_k" if n_q < n_k else "")))
+    for *lead, n_q, n_k in [(4, 4), (2, 3, 5), (1, 1), (3, 6), (2, 1, 4, 4), (1, 5), (2, 2, 3, 7)]:
+        what = " (n_q = n_k)" if n_q == n_k else " (n_q < n_k)"
+        cases.append(Case(f"rel_logits {(*lead, n_q, n_k + n_q - 1)}, n_k={n_k}, both directions{what}",
+                          (randn(g, *lead, n_q, n_k + n_q - 1),), {"n_k": n_k}, note=(
+                              f"with n_k given, rel_logits has n_k + n_q − 1 = {n_k + n_q - 1} columns, "
+                              f"offsets −(n_k − 1)..n_q − 1, and query t sits at position n_k − n_q + t")))
     return cases
 
 
@@ -195,22 +212,23 @@ EXERCISES = {
                                                                     one_sided_distance=torch.abs),
             "distances at or beyond max_distance are not clamped to the last bucket of their side":
                 lambda r, bidirectional=True, **kw: _t5_written_out(r, bidirectional, **kw, clamp=False)},
-        where=_offset),
+        where=_offset, forbidden=("_relative_position_bucket", "transformers' _relative_position_bucket")),
     "skew": Exercise(
         _skew_cases, _skew, "a direct gather of column j − t + n_q − 1 (offset j − (n_k − n_q + t))",
-        "n_q = n_k and n_q < n_k, n 1..9, batch dims, the keys up to each query's position", {
+        "n_q = n_k and n_q < n_k, n 1..9, batch dims, the keys up to each query's position; with n_k: both "
+        "directions, every entry", {
             "the queries were put at positions 0..n_q − 1; they are the last n_q of the n_k positions "
             "(query t at n_k − n_q + t)":
                 _skew_at_start,
             "the pad column went on the wrong side: this is shifted by one (offset δ + 1)":
-                lambda r: _pad_skew(r, pad=(0, 1)),
+                lambda r, n_k=None: _pad_skew(r, n_k, pad=(0, 1)),
             "the first n_q numbers of the padded memory were kept; drop them (for n_q = n_k: drop the "
             "first row, not the last)":
-                lambda r: _pad_skew(r, drop=0),
+                lambda r, n_k=None: _pad_skew(r, n_k, drop=0),
             "the offsets are read in reverse (column −δ); column r holds offset δ = r − (n_k − 1)":
-                lambda r: _gathered(r, _columns(*r.shape[-2:], reverse=True)),
+                lambda r, n_k=None: _gathered(r, _columns(*r.shape[-2:], n_k, reverse=True)),
             "rel_logits came back unskewed":
-                lambda r: r.clone()},
-        checked=lambda r: _up_to_own_position(*r.shape[-2:]),
+                lambda r, n_k=None: r[..., :r.shape[-1] if n_k is None else n_k].clone()},
+        checked=_up_to_own_position,
         where=_query_and_key),
 }

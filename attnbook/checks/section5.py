@@ -1,7 +1,10 @@
 """Section 5's exercises (rotary position embedding) and the mistakes each names.
 
-* rope: interleaved pairing; frequencies 10000^(−l/d_h); positions ignored (arange(n)); rotation the
-  wrong way. An odd d_h must raise a ValueError (no half-split pairs).
+* rope: its contract grew (issue 29): positions may be (b, n), one row per sequence (a left-padded
+  batch, as position_ids makes), for x (b, ..., n, d_h); rope(x, positions (n,)) is what it was.
+  Mistakes: interleaved pairing; frequencies 10000^(−l/d_h); positions ignored (arange(n)); rotation
+  the wrong way; (b, n) positions broadcast against the heads axis; every sequence given the first
+  row's positions. An odd d_h must raise a ValueError (no half-split pairs).
 * position_ids: padding ignored (arange); starts at 1.
 """
 from functools import lru_cache
@@ -22,11 +25,15 @@ def _llama_rope(d_h):
     return LlamaRotaryEmbedding(config)
 
 
-def _rope(x, positions):
-    from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+def _rope(x, positions, per_sequence=True):
+    from transformers.models.llama.modeling_llama import rotate_half
 
-    cos, sin = _llama_rope(x.shape[-1])(x, positions[None])
-    return apply_rotary_pos_emb(x, x, cos[0], sin[0], unsqueeze_dim=0)[0].reshape(x.shape)
+    cos, sin = _llama_rope(x.shape[-1])(x, positions if positions.dim() == 2 else positions[None])
+    if positions.dim() == 1:  # (1, n, d_h): the same positions for every sequence
+        cos, sin = cos[0], sin[0]
+    elif per_sequence:        # (b, n, d_h) -> (b, 1, ..., n, d_h): sequence b's row, every head
+        cos, sin = (c.reshape(c.shape[0], *[1] * (x.dim() - 3), *c.shape[1:]) for c in (cos, sin))
+    return x * cos + rotate_half(x) * sin  # transformers' apply_rotary_pos_emb, broadcast over the heads
 
 
 def _rotated(x, positions, interleaved=False, exponent=2):
@@ -51,6 +58,13 @@ def _rope_cases(g):
                   case((*lead, 5, d_h), [7, 3, 100, -2, 0], " (out of order, negative)"),
                   case((*leading[(index + 1) % 3], 3, d_h), [40, 41, 42], " (continuing after 40 cached)")]
     cases += [case((1, 6), [5], " (n = 1)"), case((2, 4, 6), [-1, -5, -9, -3], " (all negative)")]
+    per_sequence = [((2, 2, 5, 8), [[0, 0, 0, 1, 2], [0, 1, 2, 3, 4]], "x (b, h, n, d_h), h = b"),
+                    ((3, 4, 6), [[0, 1, 2, 3], [0, 0, 1, 2], [5, 6, 7, 8]], "x (b, n, d_h)"),
+                    ((2, 3, 4, 16), [[0, 0, 1, 2], [7, 8, 9, 10]], "x (b, h, n, d_h), h = 3")]
+    for shape, positions, what in per_sequence:
+        cases.append(Case(f"x {shape}, positions (b, n) {positions} ({what})",
+                          (randn(g, *shape), torch.tensor(positions)),
+                          note="positions (b, n) must work too: row b turns sequence b, all its heads alike"))
     for shape in [(2, 3, 5), (4, 1)]:
         cases.append(Case(f"x {shape} (odd d_h = {shape[-1]})", (randn(g, *shape), torch.arange(shape[-2])),
                           raises=ValueError, note=f"d_h = {shape[-1]} is odd, so coordinate l has no partner "
@@ -77,7 +91,8 @@ def _position_ids_cases(g):
 EXERCISES = {
     "rope": Exercise(
         _rope_cases, _rope, "transformers' Llama RoPE (apply_rotary_pos_emb, base 10,000)",
-        "d_h 2..64, batch and head dims, positions not 0..n-1, negative positions; odd d_h refused", {
+        "d_h 2..64, batch and head dims, positions not 0..n-1, negative positions, positions (b, n) per "
+        "sequence; odd d_h refused", {
             "this is the interleaved pairing (2l, 2l+1); the exercise asks for the half-split one "
             "(l, l + d_h/2), as Llama in transformers":
                 lambda x, p: _rotated(x, p, interleaved=True),
@@ -86,7 +101,12 @@ EXERCISES = {
             "the positions are ignored (arange(n) is used); rotate row t by positions[t]":
                 lambda x, p: _rope(x, torch.arange(x.shape[-2])),
             "the rotation goes the wrong way (by −θ): x·cos + rotate_half(x)·sin, rotate_half(x) = (−x₂, x₁)":
-                lambda x, p: _rope(x, -p)}),
+                lambda x, p: _rope(x, -p),
+            "positions (b, n) were broadcast against the heads axis (b, h, n, d_h): give them a head axis "
+            "of 1, so that row b turns sequence b":
+                lambda x, p: _rope(x, p, per_sequence=False),
+            "every sequence got the first row's positions; row b of positions belongs to sequence b":
+                lambda x, p: _rope(x, p[0] if p.dim() == 2 else p)}),
     "position_ids": Exercise(
         _position_ids_cases, _position_ids,
         "transformers' generate() position ids (cumsum − 1) on the real tokens",

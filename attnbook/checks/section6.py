@@ -1,8 +1,11 @@
 """Section 6's exercises (longer than trained) and the mistakes each names.
 
-* ntk_frequencies: base·scale (exponent missing); the exponent l/d instead of 2l/d; position
-  interpolation (ω/scale); scale ignored; float32 result; float32 arithmetic cast to float64.
-  Reported by pair ℓ. d = 2 must raise a ValueError (d/(d − 2) divides by zero).
+* ntk_frequencies: its contract grew (issue 29): `pair=ℓ*` chooses the pair the new base slows by
+  exactly `scale` while pair 0 keeps its frequency (the chapter's rule is ℓ* = d/2 − 1, the default:
+  base' = base·scale^(d/(2ℓ*))); ntk_frequencies(d, base, scale) is what it was. Mistakes: base·scale
+  (exponent missing); the last pair's exponent d/(d − 2) whatever the pair; the exponent l/d instead
+  of 2l/d; position interpolation (ω/scale); scale ignored; float32 result; float32 arithmetic cast
+  to float64. Reported by pair ℓ. d = 2 (no pair but pair 0) and pair = 0 must raise a ValueError.
 """
 import torch
 
@@ -10,10 +13,12 @@ from attnbook.checks.machinery import Case, Exercise
 
 
 # ----------------------------------------------------------------------------------- ntk_frequencies
-def _ntk_frequencies(d, base, scale, dtype=torch.float64, pair_exponent=2):
-    # transformers' dynamic NTK at factor 1 and seq_len = scale · max_position_embeddings, whose base is
-    # this one (tests/test_check.py checks they agree); transformers computes in float32, the contract float64
-    scaled = base * scale ** (d / (d - 2))
+def _ntk_frequencies(d, base, scale, pair=None, dtype=torch.float64, pair_exponent=2):
+    # at the default pair: transformers' dynamic NTK at factor 1 and seq_len = scale · max_positions,
+    # whose base is this one (tests/test_check.py checks they agree); transformers computes in float32,
+    # the contract float64. Another pair ℓ*: the base that slows it by exactly scale, base·scale^(d/(2ℓ*)).
+    slowed = d // 2 - 1 if pair is None else pair
+    scaled = base * scale ** (d / (2 * slowed))
     return (scaled ** (-pair_exponent * torch.arange(d // 2, dtype=torch.float64) / d)).to(dtype)
 
 
@@ -21,27 +26,36 @@ def _ntk_cases(g):
     specs = [(8, 10000, 4), (128, 10000, 8), (64, 500000.0, 2.0), (6, 10000, 2.5), (4, 10000, 1),
              (16, 10000, 16)]
     cases = [Case(f"d={d}, base={base}, scale={scale}", (d, base, scale)) for d, base, scale in specs]
-    return cases + [Case("d=2, base=10000, scale=4 (one pair)", (2, 10000, 4), raises=ValueError, note=(
-        "with d = 2 the exponent d/(d − 2) divides by zero (the one pair is both pair 0, which keeps its "
-        "frequency, and the last pair, which is slowed by the scale): raise a ValueError that says d ≥ 4"))]
+    cases += [Case(f"d={d}, base={base}, scale={scale}, pair={pair}", (d, base, scale), {"pair": pair},
+                   note="pair=ℓ* must work too: the base that slows pair ℓ* by exactly scale, pair 0 kept")
+              for d, base, scale, pair in [(128, 10000, 8, 32), (8, 10000, 4, 1), (64, 500000.0, 2.0, 31),
+                                           (16, 10000, 16, 5)]]
+    return cases + [
+        Case("d=2, base=10000, scale=4 (one pair)", (2, 10000, 4), raises=ValueError,
+             note="d = 2 is refused: raise a ValueError that says d ≥ 4"),
+        Case("d=8, base=10000, scale=4, pair=0", (8, 10000, 4), {"pair": 0}, raises=ValueError,
+             note="pair = 0 is refused: raise a ValueError that says pair ≥ 1")]
 
 
 EXERCISES = {
     "ntk_frequencies": Exercise(
         _ntk_cases, _ntk_frequencies,
-        "transformers' dynamic NTK frequencies at factor 1 (its static form), pair by pair in float64",
-        "d 4..128, base 10⁴ and 5·10⁵, scale 1..16; d = 2 refused", {
+        "transformers' dynamic NTK frequencies at factor 1 (its static form), pair by pair in float64, and "
+        "for another pair ℓ* the base that slows it by exactly scale",
+        "d 4..128, base 10⁴ and 5·10⁵, scale 1..16, pair ℓ* 1..d/2 − 1; d = 2 and pair 0 refused", {
             "this is base·scale: the exponent d/(d−2) is missing (base' = base·scale^(d/(d−2)))":
-                lambda d, b, s: _ntk_frequencies(d, b * s, 1),
+                lambda d, b, s, pair=None: _ntk_frequencies(d, b * s, 1),
+            "this base slows the last pair, whatever pair= says: pair ℓ* needs base' = base·s^(d/(2ℓ*))":
+                lambda d, b, s, pair=None: _ntk_frequencies(d, b, s),
             "the exponent is ℓ/d; it is 2ℓ/d (ω_ℓ = base'^(−2ℓ/d), ℓ = 0..d/2 − 1)":
-                lambda d, b, s: _ntk_frequencies(d, b, s, pair_exponent=1),
+                lambda d, b, s, pair=None: _ntk_frequencies(d, b, s, pair, pair_exponent=1),
             "this is position interpolation (ω/scale), not NTK-aware scaling of the base":
-                lambda d, b, s: _ntk_frequencies(d, b, 1) / s,
+                lambda d, b, s, pair=None: _ntk_frequencies(d, b, 1) / s,
             "the scale is ignored: these are RoPE's unscaled frequencies":
-                lambda d, b, s: _ntk_frequencies(d, b, 1),
+                lambda d, b, s, pair=None: _ntk_frequencies(d, b, 1),
             "the result is float32; the contract asks for float64":
-                lambda d, b, s: _ntk_frequencies(d, b, s, torch.float32),
+                lambda d, b, s, pair=None: _ntk_frequencies(d, b, s, pair, torch.float32),
             "this was computed in float32 and then converted: do the arithmetic in float64":
-                lambda d, b, s: _ntk_frequencies(d, b, s, torch.float32).double()},
+                lambda d, b, s, pair=None: _ntk_frequencies(d, b, s, pair, torch.float32).double()},
         where=lambda case, at: f"at pair ℓ = {at[0]}:"),
 }
