@@ -157,3 +157,95 @@ def test_explorers_never_fall_out_of_step(explorers, data):
                 check(live)
         finally:
             restore(live, start)
+
+
+@pytest.mark.parametrize("explorers", ["4-relative-positional-encoding"], indirect=True)
+def test_relative_explorer_follows_its_variant(explorers):
+    """Section 4: each variant draws its own picture, and a control the variant ignores is disabled."""
+    _, found = explorers
+    live = found["explorer"]
+    start, variants = live.values(), list(live.controls["variant"].options)
+    try:
+        images = set()
+        for option in variants:
+            assert live.set(variant=option, n=40)
+            images.add(live.image.value)
+        assert len(images) == len(variants) == 5
+        assert live.set(variant=variants[0], c=0) and "shares one vector" in live.readout.value
+        assert live.controls["d"].disabled and not live.controls["c"].disabled
+        assert "d_h" not in live.readout.value
+        assert live.set(n=1, c=3)
+        rope = next(option for option in variants if option.startswith("RoPE"))
+        assert not live.set(variant=rope, d=7) and "must be even" in live.readout.value  # from code only
+        assert live.set(d=8) and "d_h = 8" in live.readout.value
+        assert live.controls["c"].disabled and not live.controls["d"].disabled
+        alibi = next(option for option in variants if option.startswith("ALiBi"))
+        assert live.set(variant=alibi) and live.controls["d"].disabled and "c =" not in live.readout.value
+    finally:
+        restore(live, start)
+
+
+def test_positional_encoding_explorer_follows_its_controls(explorers):
+    """Section 3's explorer: a wider, longer table; a column that no longer exists at a smaller d; the
+    curves' window of six wavelengths; whole ticks at n = 1 and 2; values that cannot work."""
+    chapter, found = explorers
+    if chapter != "3-positional-encoding":
+        pytest.skip("section 3's explorer only")
+    live = found["explorer"]
+    start, before = live.values(), live.image.value
+    try:
+        assert live.set(d=64, n=128, first_column=20)
+        assert live.image.value != before and "P is 128 × 64" in live.readout.value
+        assert live.set(d=10, first_column=12)  # the column slider is pulled back to d - 1
+        assert live.values() == {"d": 10, "n": 128, "first_column": 9}
+        assert [t.get_text() for t in live.fig.axes[0].get_legend().get_texts()] == ["9: cos ℓ=4"]
+        assert live.set(d=410, n=1000, first_column=0)  # fast columns: six wavelengths, 38 positions
+        curves = live.fig.axes[0].get_lines()
+        assert len(curves[0].get_xdata()) == 38
+        assert live.fig.axes[1].get_images()[0].get_array().shape == (1000, 410)
+        for n_small in (1, 2):
+            assert live.set(n=n_small) and len(curves[0].get_xdata()) == n_small
+            for ticks in (live.fig.axes[0].get_xticks(), live.fig.axes[1].get_yticks()):
+                assert all(t == int(t) for t in ticks), ticks
+        assert not live.controls["d"].step % 2 and live.controls["d"].min == 2
+        for bad in [dict(d=7, n=10, first_column=0), dict(d=32, n=1001, first_column=0),
+                    dict(d=4, n=10, first_column=5)]:
+            with pytest.raises(ValueError) as error:
+                live.draw(**bad)
+            assert "\n" not in str(error.value)
+    finally:
+        restore(live, start)
+
+
+@pytest.mark.parametrize("explorers", ["2-cnn-rnn-self-attention"], indirect=True)
+def test_complexity_explorer_at_its_suggested_settings(explorers):
+    """Section 2: the two settings the text suggests, drawn inside the figure with whole ticks (layer 1
+    among them), the FLOP axis hugging the curves, and an even κ refused in one line."""
+    _, found = explorers
+    live = found["explorer"]
+    start, before = live.values(), live.image.value
+    assert tuple(live.fig.get_size_inches()) <= (8, 3.4) and live.fig.get_size_inches()[1] <= 3.4
+    try:
+        assert live.set(n=1000, d=64, kernel_width=5)
+        assert live.image.value != before
+        assert live.fig.axes[1].get_title() == "reaches input 0 after 500 layers"
+        assert "FLOPs: convolution" in live.readout.value and "convolution 500 layers" in live.readout.value
+        curves = [line.get_ydata() for line in live.fig.axes[0].get_lines() if len(line.get_ydata()) > 2]
+        low, high = live.fig.axes[0].get_ylim()  # a third of the least FLOPs, three times the most
+        assert np.isclose(3 * low, min(c[0] for c in curves))
+        assert np.isclose(high / 3, max(c[-1] for c in curves))
+        assert 1 in live.fig.axes[1].get_yticks()
+        renderer = live.fig.canvas.get_renderer()
+        for n in [1, 2]:
+            assert live.set(n=n, d=1024, kernel_width=15)
+            field = live.fig.axes[1]
+            assert all(float(t).is_integer() for t in [*field.get_xticks(), *field.get_yticks()])
+            assert field.get_title() == "reaches input 0 after 1 layer"
+            assert "self-attention 1 layer" in live.readout.value
+            assert all(live.fig.bbox.contains(*corner) for ax in live.fig.axes
+                       for corner in ax.get_tightbbox(renderer).corners())  # every label inside the picture
+        assert "RNN 1 link," in live.readout.value and "RNN 0 links" not in live.readout.value
+        assert not live.set(kernel_width=4) and "odd κ" in live.readout.value
+        assert live.set(**start) and live.fig.canvas is live.canvas  # still drawing on its own canvas
+    finally:
+        restore(live, start)
