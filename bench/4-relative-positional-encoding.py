@@ -1,7 +1,7 @@
 # `make bench` runs this in the relative-encoding section's kernel, after the notebook: it uses the
 # notebook's `gather_by_distance`, `skew_logits` (Q E^T written into the padded buffer with out=:
-# inference only, autograd refuses out=), `skew_trainable` (F.pad on the product: what a model trains
-# with), `extra_bytes`, `device`, `torch` and `attnbook`.
+# inference only, autograd refuses out=), `skew_trainable` (F.pad on the product: a model can train
+# with it, as with the notebook's copy-free `skew_view`), `extra_bytes`, `device`, `torch` and `attnbook`.
 # The Music Transformer's relative term, skew vs naive gather, d_h = 64, one head, float32:
 # memory at n = 2048 (bytes allocated besides the n x n logits; on CUDA also the allocator's peak),
 # time at n = 1024 (medians, both in this run).
