@@ -28,7 +28,16 @@ sizes = iter([999, 1000] * 1000)
 n_large_ms = attnbook.median_ms(lambda: explorer.set(n=next(sizes)), min_run_time=1)
 redraw_large_ms = attnbook.median_ms(d2l_redraw, 1000, 410, min_run_time=1)
 redraw_large_2x_ms = attnbook.median_ms(d2l_redraw, 1000, 410, dpi=200, min_run_time=1)
-explorer.set(d=32, n=60, first_column=6)
+explorer.set(d=32, n=60, first_column=6)  # the size of the section's figures
+columns = iter([7, 6] * 1000)
+small_column_ms = attnbook.median_ms(lambda: explorer.set(first_column=next(columns)), min_run_time=1)
+sizes = iter([61, 60] * 1000)
+small_n_ms = attnbook.median_ms(lambda: explorer.set(n=next(sizes)), min_run_time=1)
+redraw_small_ms = attnbook.median_ms(d2l_redraw, 60, 32, min_run_time=1)
+for label, ms in [('column', small_column_ms), ('n', small_n_ms)]:
+    attnbook.report(f'{label} slider update, n=60, d=32 / d2l.show_heatmaps redraw at 100 dpi',
+                    ms / redraw_small_ms, detail=f'{ms:.0f} ms vs {redraw_small_ms:.0f} ms')
+explorer.set(d=128, n=1000, first_column=40)  # back to where the section opens it
 for label, ms, d2l_ms, d2l_2x_ms in [('column slider update', column_ms, redraw_ms, redraw_2x_ms),
                                      ('n slider update', n_ms, redraw_ms, redraw_2x_ms)]:
     for dpi, baseline_ms in [('100 dpi', d2l_ms), ('200 dpi (same pixels)', d2l_2x_ms)]:
