@@ -15,6 +15,7 @@ from attnbook.device import (  # noqa: E402
     describe,
     deterministic,
     pick_device,
+    place_tensors_on,
     show_setup_errors_in_one_line,
 )
 from attnbook.figures import png_bytes, use_png_figures  # noqa: E402
@@ -23,8 +24,8 @@ from attnbook.timing import mean_ms, median_ms, report  # noqa: E402
 from attnbook.widgets import LiveFigure  # noqa: E402
 
 __all__ = ["DeviceChoiceError", "LiveFigure", "NewStorage", "NoGPUError", "check", "describe",
-           "deterministic", "mean_ms", "median_ms", "pick_device", "png_bytes", "report", "setup",
-           "use_png_figures"]
+           "deterministic", "mean_ms", "median_ms", "pick_device", "place_tensors_on", "png_bytes", "report",
+           "setup", "use_png_figures"]
 
 
 def setup():
@@ -32,13 +33,19 @@ def setup():
     prints which, and why), and CUDA settings that compute what the CPU computes (no TF32,
     deterministic algorithms).
 
+    The device becomes torch's default (`place_tensors_on`): the chapters make tensors and layers with
+    no `device=` and no `.to(device)`, and they land on it. On CUDA, random numbers given no device
+    are still drawn on the CPU (from the CPU `torch.Generator` a cell passes, or torch's CPU
+    generator: so the same numbers as on the CPU kernel, new layers' weights too), and `numpy()` /
+    matplotlib read a CPU copy. `tests/test_devices.py` checks that nothing else is left on the CPU.
+
     On the CUDA kernel without a GPU this fails with one line (in Jupyter no traceback) and the
     cell fails, so Run All stops before anything runs on the wrong device.
     """
     import torch
 
     show_setup_errors_in_one_line()
-    device = pick_device()
+    device = place_tensors_on(pick_device())
     deterministic()
     use_png_figures()
     torch.manual_seed(0)

@@ -2,23 +2,31 @@
 mixed-device error on the GPU.
 
 There is no GPU here, so each chapter's code cells run on the CPU under a TorchFunctionMode that
-plays a second device. `attnbook.setup()` returns `cpu:0` (a CPU device torch accepts and computes
-on) and every tensor carries a tag:
+plays a second device. `attnbook.setup()` picks `cpu:0` (a CPU device torch accepts and computes
+on) and makes it torch's default device, as it makes CUDA on a GPU (with the rest of
+`attnbook.place_tensors_on`: random numbers drawn on the CPU then moved, numpy reading a CPU copy).
+Every tensor carries a tag:
 
-* "device": made by a factory given `device=...` naming the book's device (or inside
+* "device": made by a factory given no device while the default device is the book's (after
+  setup(): so every nn.Module made then), or given `device=...` naming it (or inside
   `with torch.device(device)`), moved with `.to(device)` / `.cuda()` (modules too: their parameters
   are moved by `.to`), or computed from a tagged tensor;
-* "cpu": made with no device (the default), `.cpu()` / `.to('cpu')` (on purpose), from numpy, or
-  computed from cpu tensors only. A module whose parameters were never placed is reported: move it
-  with `.to(device)`, or say `.cpu()` where it stays on the CPU on purpose.
+* "cpu": made with no device before setup(), `device='cpu'`, `.cpu()` / `.to('cpu')` (on purpose),
+  from numpy (`torch.from_numpy`), by the factories the default device does not reach
+  (`torch.normal(mean, std, size)`), or computed from cpu tensors only. A module whose parameters
+  were never placed (made before setup()) is reported: make it after setup(), or say `.cpu()` where
+  it stays on the CPU on purpose.
 
 `x.device` answers `cpu:0` for a device tensor, so code that derives a device from a tensor
 (`device=x.device`, `assert_close`'s device check) behaves as it will on CUDA. The mode flags what
 CUDA would refuse: an op that mixes a device tensor with a cpu tensor of one or more dimensions
 (0-dim cpu tensors mix fine, as on CUDA; `copy_` and cpu index tensors are allowed), a device
-tensor given to numpy (`.numpy()`, matplotlib), and a factory drawing on the device from a cpu
-`torch.Generator`. Each violation names the chapter, its line, the code there and the op. A cell
-that raises is reported too (it would raise on CUDA: e.g. assert_close across devices).
+tensor given to numpy (`.numpy()`, matplotlib: setup() turns these into CPU copies), and a random
+draw on the device from a cpu `torch.Generator`; and what CUDA would compute differently: a random
+draw on the device from the device's own generator (setup() draws both on the CPU instead, layers'
+initial weights too; so an explicit `device=` on a random factory is reported). Each violation names
+the chapter, its line, the code there and the op. A cell that raises is reported too (it would
+raise on CUDA: e.g. assert_close across devices).
 
 Run one chapter by hand: `PYTHONPATH=. .venv/bin/python tests/test_devices.py chapters/1-self-attention.md`.
 """
@@ -26,12 +34,12 @@ import json
 import os
 import pathlib
 import re
-import subprocess
 import sys
 import traceback
 
 import pytest
 import torch
+from shown_figures import chapter_run, check_text, run_cell
 
 import attnbook
 
@@ -68,7 +76,7 @@ def cells_with_lines(path):
     return cells
 
 
-def run_chapter(path):
+def run_chapter(path, on_figure=None):
     """Execute the chapter's cells under the device tagger; return a list of violation dicts.
 
     The environment is put back afterwards: the pytest process goes on to start the notebooks'
@@ -84,14 +92,13 @@ def run_chapter(path):
     import attnbook
 
     book_device = torch.device("cpu", 0)  # "the device": computes on the CPU, tells itself apart
-    real_setup, chosen_before = attnbook.setup, attnbook.device.chosen_device
+    real_pick, chosen_before = attnbook.pick_device, attnbook.device.chosen_device
 
-    def setup():
-        real_setup()
+    def pick_device():  # what setup() calls: the kernel's device is "the device" here
         attnbook.device.chosen_device = book_device  # attnbook.check puts its cases on "the device" too
         return book_device
 
-    attnbook.setup = setup
+    attnbook.pick_device = pick_device
     deterministic_before = torch.are_deterministic_algorithms_enabled()
     violations, seen = [], set()
     cells = cells_with_lines(path)
@@ -112,7 +119,8 @@ def run_chapter(path):
     internal = tuple(str(package / part) for part in (
         "_dynamo", "_higher_order_ops", "_inductor", "_functorch", "_prims", "_refs", "_decomp",
         "_subclasses", "fx", "nn/attention"))
-    passing_on = (str(package / "overrides.py"), str(package / "utils" / "_device.py"))
+    passing_on = (str(package / "overrides.py"), str(package / "utils" / "_device.py"),
+                  attnbook.device.__file__)  # setup()'s own mode passes calls on too
 
     def torch_inside():
         """True when torch's own machinery (compiler, flex attention, decompositions) made the call:
@@ -154,6 +162,14 @@ def run_chapter(path):
     new = {torch.Tensor.new_zeros, torch.Tensor.new_ones, torch.Tensor.new_empty, torch.Tensor.new_full,
            torch.Tensor.new_tensor}
     to_numpy = {torch.Tensor.numpy, torch.Tensor.__array__}
+    random = {torch.rand, torch.randn, torch.randint, torch.randperm, torch.rand_like, torch.randn_like,
+              torch.randint_like, torch.normal, torch.bernoulli, torch.multinomial, torch.poisson,
+              torch.Tensor.uniform_, torch.Tensor.normal_, torch.Tensor.random_, torch.Tensor.exponential_,
+              torch.Tensor.cauchy_, torch.Tensor.log_normal_, torch.Tensor.geometric_,
+              torch.Tensor.bernoulli_, torch.Tensor.bernoulli, torch.Tensor.multinomial,
+              # nn.init's own: they hand themselves to the modes, and the fills inside them reach none
+              *(getattr(torch.nn.init, name) for name in ("uniform_", "normal_", "trunc_normal_",
+                "kaiming_uniform_", "kaiming_normal_", "xavier_uniform_", "xavier_normal_", "orthogonal_"))}
     def is_slot(func, attribute, method):  # torch.Tensor.device.__get__ etc.: a new wrapper each time
         return getattr(func, "__self__", None) is getattr(torch._C.TensorBase, attribute) and \
             getattr(func, "__name__", None) == method
@@ -178,14 +194,11 @@ def run_chapter(path):
             if func in constructors or func in like or func in new:
                 if "device" in kwargs and kwargs["device"] is not None:
                     result = placed(kwargs["device"])
-                elif func in constructors:
-                    result = False
+                elif func in constructors:  # torch's default device fills in the device
+                    default = torch.get_default_device()
+                    result = False if default == torch.device("cpu") else placed(default)
                 else:
                     result = tag(args[0])
-                generator = kwargs.get("generator")
-                if result == "device" and generator is not None and generator.device.type == "cpu":
-                    flag(name, "random numbers drawn on the device from a CPU torch.Generator "
-                               "(CUDA needs a CUDA generator: draw on the CPU, then .to(device))")
             elif func is torch.Tensor.to:
                 rest = args[1:]
                 if rest and isinstance(rest[0], torch.Tensor):
@@ -212,6 +225,14 @@ def run_chapter(path):
                     if strays:
                         on = next(x for x in check if tag(x))
                         flag(name, f"{describe(strays[0])} with {describe(on)}")
+            if func in random and result in (True, "device"):
+                generator = kwargs.get("generator")
+                if generator is None:
+                    flag(name, "random numbers drawn by the device's own generator (CUDA's differ from the "
+                               "CPU kernel's: give no device=, and setup() draws them on the CPU)")
+                elif generator.device.type == "cpu":
+                    flag(name, "random numbers drawn on the device from a CPU torch.Generator (CUDA "
+                               "refuses: give no device=, and setup() draws them on the CPU)")
             moves = func in (torch.Tensor.to, torch.Tensor.cpu, torch.Tensor.cuda)
             if moves and out is args[0] and getattr(out, "_book_placed", None) != result:
                 out = out.view_as(out)  # on CUDA a move is a new tensor; the original stays where it was
@@ -232,41 +253,48 @@ def run_chapter(path):
     compile_ = torch.compile  # the compiler does not trace under a TorchFunctionMode: run eagerly
     torch.compile = lambda model=None, **options: model if model is not None else (lambda fn: fn)
     try:
-        return run_cells(path, cells, DeviceTags, violations)
+        return run_cells(path, cells, DeviceTags, violations, on_figure)
     finally:  # the test process goes on: put back what was patched
         torch.nn.Parameter.__new__ = wrap
         torch.compile = compile_
-        attnbook.setup, attnbook.device.chosen_device = real_setup, chosen_before
+        attnbook.pick_device, attnbook.device.chosen_device = real_pick, chosen_before
         torch.use_deterministic_algorithms(deterministic_before)
         os.environ.clear()
         os.environ.update(environ_before)
 
 
-def run_cells(path, cells, DeviceTags, violations):
+def run_cells(path, cells, DeviceTags, violations, on_figure=None):
     import torch
+
+    import attnbook
 
     namespace = {"__name__": "__main__"}
     with DeviceTags():
-        for index, (start, source) in enumerate(cells):
-            if SKIP_CELL.search(source):
-                continue
-            try:
-                exec(compile(source, f"<cell {index}>", "exec"), namespace)
-            except Exception as error:  # it would fail on CUDA as well: report where, go on
-                frames = [f for f in traceback.extract_tb(error.__traceback__)
-                          if f.filename == f"<cell {index}>"]
-                line = start + frames[-1].lineno - 1 if frames else start
-                code = source.splitlines()[frames[-1].lineno - 1].strip() if frames else ""
-                message = str(error).strip().splitlines()[0] if str(error).strip() else ""
-                violations.append({"chapter": path.name, "line": line, "code": code,
-                                   "op": type(error).__name__, "what": f"the cell raised: {message}"})
+        try:
+            for index, (start, source) in enumerate(cells):
+                if SKIP_CELL.search(source):
+                    continue
+                try:
+                    run_cell(source, f"<cell {index}>", namespace,  # what it shows: to on_figure
+                             on_figure and (lambda *shown, start=start: on_figure(start, *shown)))
+                except Exception as error:  # it would fail on CUDA as well: report where, go on
+                    frames = [f for f in traceback.extract_tb(error.__traceback__)
+                              if f.filename == f"<cell {index}>"]
+                    line = start + frames[-1].lineno - 1 if frames else start
+                    code = source.splitlines()[frames[-1].lineno - 1].strip() if frames else ""
+                    message = str(error).strip().splitlines()[0] if str(error).strip() else ""
+                    violations.append({"chapter": path.name, "line": line, "code": code,
+                                       "op": type(error).__name__, "what": f"the cell raised: {message}"})
+        finally:  # setup()'s mode sits above this one: it leaves first, with the default device
+            attnbook.place_tensors_on("cpu")
     for name, value in namespace.items():  # modules left on the CPU
         if isinstance(value, torch.nn.Module):
             stray = [p for p, t in value.named_parameters() if getattr(t, "_book_placed", None) is None]
             if stray:
                 violations.append({"chapter": path.name, "line": None, "code": name, "op": "module",
-                                   "what": f"module {name!r} was never moved: .to(device), or .cpu() to "
-                                           f"keep it on the CPU on purpose ({', '.join(stray[:3])})"})
+                                   "what": f"module {name!r} was made on the CPU (before setup()?): make it "
+                                           f"after, or .cpu() to keep it there on purpose "
+                                           f"({', '.join(stray[:3])})"})
     return violations
 
 
@@ -280,43 +308,72 @@ def format_violations(violations):
 def test_every_tensor_is_on_the_kernels_device(chapter, request):
     if chapter.stem in KNOWN:
         request.applymarker(pytest.mark.xfail(reason=KNOWN[chapter.stem], strict=True))
-    env = {**os.environ, "MPLBACKEND": "Agg", "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, __file__, str(chapter)], capture_output=True, text=True,
-                          cwd=ROOT, timeout=600, env=env)
-    assert done.returncode in (0, 1), done.stderr[-3000:]
-    violations = json.loads(done.stdout.strip().splitlines()[-1])
+    violations = chapter_run(chapter)["violations"]  # the run test_figure_text reads figures from
     assert not violations, "mixed devices (a CUDA run would fail here):\n" + format_violations(violations)
 
 
-def test_the_tagger_finds_what_cuda_would_refuse(tmp_path):
+def cells(*sources):
+    """A chapter of code cells (MyST), one per source."""
+    return "".join(f"```{{code-cell}} ipython3\n{source}```\n" for source in sources)
+
+
+def test_after_setup_code_written_for_the_cpu_runs_on_the_device(tmp_path):
+    """The book's way: no device= and no .to(device). What is left on the CPU is still found."""
     chapter = tmp_path / "9-example.md"
-    chapter.write_text(
-        "```{code-cell} ipython3\n"
-        "import attnbook\nimport torch\nfrom torch import nn\n"
+    chapter.write_text(cells(
+        "import attnbook\nimport numpy as np\nimport torch\nfrom torch import nn\n"
+        "torch.manual_seed(0)\n"
+        "early = nn.Linear(4, 2)\n"               # made before setup(): on the CPU
+        "reference = nn.Linear(4, 2)\n",
         "device = attnbook.setup()\n"
-        "x = torch.randn(3, 4).to(device)\n"
-        "y = x + torch.ones(3, 4)\n"            # cpu tensor with a device tensor
-        "z = x * torch.tensor(2.0)\n"            # 0-dim cpu tensor: fine
-        "w = x[torch.tensor([0, 2])]\n"          # cpu index into a device tensor: fine
-        "m = nn.Linear(4, 2)\n"
-        "m(x)\n"                                  # module not moved
-        "k = torch.arange(3, device=x.device)\n"  # the device, derived from a tensor: fine
-        "moved = nn.Linear(4, 2).to(device)\n"
-        "moved(x + k[:, None])\n"                 # fine
-        "x.numpy()\n"
-        "with torch.device(device):\n"
-        "    made_there = nn.Linear(4, 2)\n"
-        "made_there(x)\n"                       # fine: made on the device
+        "x = torch.randn(3, 4, generator=torch.Generator().manual_seed(0))\n"  # drawn on the CPU, moved
+        "y = x + torch.ones(3, 4)\n"             # fine: both made on the device
+        "torch.manual_seed(0)\n"
+        "layer = nn.Linear(4, 2)\n"              # made on the device, drawn from the CPU's generator:
+        "torch.manual_seed(0)\n"
+        "assert torch.equal(nn.Linear(4, 2).weight, layer.weight)\n"
+        "seed = torch.empty((), dtype=torch.int64).random_()\n"  # as DataLoader's shuffling draws one
+        "layer(x + torch.arange(4))\n"           # fine
+        "early(x)\n"                              # 20: a CPU module meets a device tensor
+        "x + torch.from_numpy(np.ones((3, 4), dtype=np.float32))\n"  # 21: from numpy: the CPU
+        "x + torch.normal(0.0, 1.0, (3, 4))\n"  # 22: torch.normal ignores the default device
+        "np.asarray(x), x.numpy(), x.sum().item()\n"  # fine: a CPU copy
+        "torch.randn(3, device=device, generator=torch.Generator())\n"  # 24: explicit device, CPU generator
+        "torch.rand(3, device=device)\n"          # 25: the device's generator: other numbers than the CPU's
+        "x * torch.tensor(2.0, device='cpu')\n"  # 0-dim cpu tensor: fine
+        "x[torch.tensor([0, 2], device='cpu')]\n"  # cpu index into a device tensor: fine
         "kept = nn.Embedding(4, 2).cpu()\n"       # on the CPU on purpose: fine
-        "kept(torch.tensor([1]))\n"
-        "x.cpu().numpy()\n"                     # fine, and x stays on the device:
-        "x + torch.ones(1, 4, device=x.device)\n"
-        "```\n")
+        "kept(torch.tensor([1], device='cpu'))\n"
+        "with torch.device('meta'):\n"
+        "    shapes_only = nn.Linear(4096, 4096)\n"  # no memory, no CPU draws
+        "assert shapes_only.weight.is_meta and x.device == device\n"))
     found = run_chapter(chapter)
-    assert [(v["line"], v["op"]) for v in found] == [(7, "add"), (11, "linear"), (15, "numpy"),
-                                                     (None, "module")], format_violations(found)
+    assert [(v["line"], v["op"]) for v in found] == [
+        (20, "linear"), (21, "add"), (22, "add"), (24, "randn"), (25, "rand"),
+        (None, "module"), (None, "module")
+    ], format_violations(found)
+    assert {v["code"] for v in found if v["op"] == "module"} == {"early", "reference"}
+    assert torch.get_default_device() == torch.device("cpu")  # the test process is left as it was
 
 
+def test_the_tagger_finds_what_cuda_would_refuse(tmp_path):
+    """Without the book's setup(): the device named in each call, then torch's default device."""
+    chapter = tmp_path / "9-example.md"
+    chapter.write_text(cells(
+        "import torch\n"
+        "device = torch.device('cpu', 0)\n"       # the played device
+        "x = torch.ones(3, 4, device=device)\n"
+        "x + torch.ones(3, 4)\n"                   # 5: a cpu tensor with a device tensor
+        "x.numpy()\n"                              # 6: CUDA tensors need .cpu() first
+        "torch.randn(3, generator=torch.Generator(), device=device)\n"  # 7: CUDA refuses a CPU generator
+        "torch.set_default_device(device)\n"
+        "x + torch.zeros(3, 4)\n"                  # fine: made on the default device
+        "x + torch.zeros(3, 4, device='cpu')\n"    # 10
+        "torch.randn(3, generator=torch.Generator())\n"))  # 11: on the default device, a CPU generator
+    found = run_chapter(chapter)
+    assert [(v["line"], v["op"]) for v in found] == [(5, "add"), (6, "numpy"), (7, "randn"), (10, "add"),
+                                                     (11, "randn")], format_violations(found)
+    assert torch.get_default_device() == torch.device("cpu")
 
 
 # ------------------------------------------------------------- the settings that make CUDA = CPU
@@ -366,7 +423,8 @@ def test_cuda_kernel_without_gpu_stops_the_notebook_with_one_line(monkeypatch, c
 
 
 if __name__ == "__main__":
-    found = run_chapter(pathlib.Path(sys.argv[1]))
+    figures = []  # what tests/test_figure_text.py checks: each figure the chapter shows
+    found = run_chapter(pathlib.Path(sys.argv[1]), on_figure=lambda *shown: check_text(figures, *shown))
     print(format_violations(found), file=sys.stderr)
-    print(json.dumps(found))
+    print(json.dumps({"violations": found, "figures": figures}))
     sys.exit(1 if found else 0)
