@@ -5,14 +5,16 @@ every picture: `shown_in_dark`).
 
     problems(fig, css_width)   # [] when every text passes; else one line per text that fails
 
-`css_width` is the width, in CSS pixels, the notebook shows the figure at (figsize x dpi for an
-inline figure; LiveFigure.css_size for an explorer); the page shrinks a wider one to its column
+`css_width` is the width, in CSS pixels, the notebook shows the figure at (LiveFigure.css_size for an
+explorer, whose picture is the whole figure; for an inline figure, its tight box at its dpi, with
+`css_per_inch=fig.dpi`: tests/shown_figures.inline_size); the page shrinks a wider one to its column
 (website.COLUMN_PX). The background is measured, not assumed: the figure is drawn once with its
 texts hidden, and each text's colour is compared with the pixels under it (a label on a heatmap's
 cell, a legend's frame, the axes).
 """
 import matplotlib.text
 import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from website import COLUMN_PX
 
 MIN_PT = 9.0          # the smallest text the page may show, in CSS points (1 pt = 96/72 CSS pixels)
@@ -41,23 +43,32 @@ def contrast(a, b):
     return (np.maximum(la, lb) + 0.05) / (np.minimum(la, lb) + 0.05)
 
 
-def shown_pt(text, fig, css_width):
-    """A text's size in CSS points on the page: its size on the figure, scaled as the page scales it."""
-    css_per_inch = css_width / fig.get_figwidth()
+def shown_pt(text, fig, css_width, css_per_inch=None):
+    """A text's size in CSS points on the page: its size on the figure, scaled as the page scales it
+    (css_per_inch: by default the whole figure is shown css_width wide)."""
+    css_per_inch = css_per_inch or css_width / fig.get_figwidth()
     shrink = min(1.0, COLUMN_PX / css_width)
     return text.get_fontsize() / 72 * css_per_inch * shrink * 72 / 96
 
 
 def visible_texts(fig):
-    """The texts a reader sees: visible, not empty, not transparent, in a visible axes (if any)."""
+    """The texts a reader sees: visible, not empty, not transparent, in a visible axes (if any), and
+    not the ticks and labels of an axes drawn without them (`ax.axis('off')` keeps them, not drawn)."""
+    hidden = {id(text) for ax in fig.axes if not ax.axison
+              for axis in (ax.xaxis, ax.yaxis) for text in axis.findobj(matplotlib.text.Text)}
     return [text for text in fig.findobj(matplotlib.text.Text)
             if text.get_visible() and text.get_text().strip() and text.get_alpha() != 0
-            and (text.axes is None or text.axes.get_visible())]
+            and (text.axes is None or text.axes.get_visible()) and id(text) not in hidden]
 
 
-def problems(fig, css_width):
+def agg_canvas(fig):
+    """The figure's canvas, an Agg one (a bare `Figure()` has one that cannot draw pixels)."""
+    return fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
+
+
+def problems(fig, css_width, css_per_inch=None):
     """One line for each text of `fig` that is too small or too faint where the page shows it."""
-    canvas = fig.canvas
+    canvas = agg_canvas(fig)
     canvas.draw()
     renderer = canvas.get_renderer()
     texts = visible_texts(fig)
@@ -79,7 +90,7 @@ def problems(fig, css_width):
         y0, y1 = max(int(height - box.y1), 0), min(int(np.ceil(height - box.y0)), height)
         if x1 - x0 < 1 or y1 - y0 < 1:
             continue  # outside the figure: not on the page
-        size = shown_pt(text, fig, css_width)
+        size = shown_pt(text, fig, css_width, css_per_inch)
         if size < MIN_PT - 1e-6:
             found.append(f"{label!r}: {size:.1f} pt on the page (at least {MIN_PT:g})")
         colour = np.array(matplotlib.colors.to_rgba(text.get_color()))
