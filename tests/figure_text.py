@@ -73,14 +73,17 @@ def problems(fig, css_width, css_per_inch=None):
     renderer = canvas.get_renderer()
     texts = visible_texts(fig)
     boxes = [text.get_window_extent(renderer) for text in texts]
+    engine = fig.get_layout_engine()
     for text in texts:
         text.set_visible(False)
-    try:
+    try:  # the layout as drawn: a layout engine would grow the axes into the room the texts left
+        fig.set_layout_engine("none")
         canvas.draw()
         behind = np.asarray(canvas.buffer_rgba())[..., :3].astype(float)
     finally:
         for text in texts:
             text.set_visible(True)
+        fig.set_layout_engine(engine)
         canvas.draw()
     height, width = behind.shape[:2]
     found = []

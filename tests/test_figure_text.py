@@ -10,6 +10,7 @@ import json
 import pathlib
 
 import nbformat
+import numpy as np
 import pytest
 from figure_text import problems
 from matplotlib.figure import Figure
@@ -57,6 +58,18 @@ def test_small_or_faint_text_is_reported_and_readable_text_is_not():
     wide = Figure(figsize=(12, 3), dpi=100)
     wide.suptitle("readable where it is not shrunk", fontsize=12)
     assert problems(wide, 1200) == ["'readable where it is not shrunk': 7.0 pt on the page (at least 9)"]
+
+
+def test_what_is_behind_a_text_is_measured_where_the_layout_put_it():
+    """A constrained layout with its texts hidden would grow the heatmap under its tick labels: the
+    background is taken from the layout as drawn (this heatmap's labels read 3.2:1 against its cells)."""
+    fig = Figure(figsize=(6, 4), dpi=100, layout="constrained")
+    ax = fig.subplots()
+    image = ax.imshow(np.random.default_rng(0).uniform(-1, 1, (60, 32)), cmap="RdBu", aspect="auto")
+    ax.set(xlabel="column", ylabel="position")
+    fig.colorbar(image, ax=ax, label="value")
+    assert problems(fig, 610, 100) == []
+    assert fig.get_layout_engine().__class__.__name__ == "ConstrainedLayoutEngine"  # put back
 
 
 def test_a_cell_hands_over_each_figure_it_shows_at_its_shown_size():
