@@ -213,6 +213,7 @@ def differs(got, expected, mask, tolerance, place=_at):
         return f"returned {type(got).__name__}, expected a torch.Tensor"
     try:
         got = got.detach().cpu()
+        expected = expected.cpu()  # references made after setup() are on the device
     except Exception:
         return f"returned a tensor on {got.device} that cannot be copied to the CPU"
     if got.dtype != expected.dtype:
@@ -224,7 +225,7 @@ def differs(got, expected, mask, tolerance, place=_at):
     else:
         bad = got != expected
     if mask is not None:
-        bad &= mask
+        bad &= mask.cpu()
     if not bad.any():
         return None
     at = tuple(bad.nonzero()[0].tolist())
