@@ -13,7 +13,7 @@ from attnbook.checks.machinery import Case, Exercise
 def _sinusoidal_encoding(n, d):
     from transformers.models.distilbert.modeling_distilbert import create_sinusoidal_embeddings
 
-    return create_sinusoidal_embeddings(n, d, torch.empty(n, d))
+    return create_sinusoidal_embeddings(n, d, torch.empty(n, d, device="cpu"))  # it fills it from numpy
 
 
 def _sinusoid(n, d, exponent=lambda j, d: 2 * (j // 2) / d, even=torch.sin, odd=torch.cos):
