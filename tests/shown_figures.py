@@ -16,6 +16,7 @@ CSS pixels the notebook shows it at and the CSS pixels per inch of the figure th
 import ast
 import functools
 import json
+import os
 import pathlib
 import subprocess
 import sys
@@ -65,8 +66,6 @@ def run_cell(source, filename, namespace, on_figure=None):
 def chapter_run(chapter):
     """test_devices' run of a chapter (in a fresh process, as a kernel would be): its device violations
     and, for every figure it shows, figure_text's problems. Made once per pytest session, for both."""
-    import os
-
     env = {**os.environ, "MPLBACKEND": "Agg", "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, str(ROOT / "tests" / "test_devices.py"), str(chapter)],
                           capture_output=True, text=True, cwd=ROOT, timeout=600, env=env)
