@@ -40,7 +40,7 @@ def _ntk_cases(g):
 EXERCISES = {
     "ntk_frequencies": Exercise(
         _ntk_cases, _ntk_frequencies,
-        "transformers' dynamic NTK frequencies at factor 1 (its static form), pair by pair in float64, and "
+        "NTK-aware frequencies (base raised to base·scale^(d/(d−2))), pair by pair in float64, and "
         "for another pair ℓ* the base that slows it by exactly scale",
         "d 4..128, base 10⁴ and 5·10⁵, scale 1..16, pair ℓ* 1..d/2 − 1; d = 2 and pair 0 refused", {
             "this is base·scale: the exponent d/(d−2) is missing (base' = base·scale^(d/(d−2)))":
