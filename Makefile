@@ -39,7 +39,7 @@ help:
 	@echo "make slides     _build/slides/<section>.html: each section's main line as a reveal.js deck (offline)"
 	@echo "make img        redraw the figure files in img/ (img/draw.py)"
 	@echo "make check      fail when a chapter and its notebook differ"
-	@echo "make lint       ruff over the package, tests, benchmarks and notebooks"
+	@echo "make lint       ruff over the package, tests, benchmarks, notebooks and the website code"
 	@echo "make bench      the book's performance figures, as ratios measured in one run"
 	@echo "make clean      remove caches and the .venv"
 
@@ -124,7 +124,7 @@ check: $(READY)
 	$(PYTHON) -m pytest tests/test_sync.py -q
 
 lint: $(READY)
-	$(PYTHON) -m ruff check attnbook tests bench notebooks img
+	$(PYTHON) -m ruff check attnbook tests bench notebooks img site
 
 bench: $(READY)
 	PYTHONPATH=$(CURDIR) $(PYTHON) bench/run.py

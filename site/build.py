@@ -46,7 +46,8 @@ def stage():
 
 
 def npm_ci():
-    subprocess.run(["npm", "ci", "--prefix", str(SITE), "--no-audit", "--no-fund", "--loglevel=error"], check=True)
+    subprocess.run(["npm", "ci", "--prefix", str(SITE), "--no-audit", "--no-fund", "--loglevel=error"],
+                   check=True)
 
 
 def mathjax(target=STATIC / "mathjax"):

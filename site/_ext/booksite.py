@@ -154,8 +154,8 @@ def spoken(name):
 
 
 def explorer_html(app, docname, section):
-    return explorer_markup(explorer_dir(app) / section, f"{relative_static(app, docname)}/explorers/{section}/",
-                           app.config.booksite_launch.get(section, ""))
+    pictures = f"{relative_static(app, docname)}/explorers/{section}/"
+    return explorer_markup(explorer_dir(app) / section, pictures, app.config.booksite_launch.get(section, ""))
 
 
 def explorer_markup(folder, base, launch=""):
