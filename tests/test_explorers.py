@@ -249,3 +249,73 @@ def test_complexity_explorer_at_its_suggested_settings(explorers):
         assert live.set(**start) and live.fig.canvas is live.canvas  # still drawing on its own canvas
     finally:
         restore(live, start)
+
+
+def hatched_areas(ax):
+    """The area of each hatched (masked-key) shape on an axes, by the shoelace formula."""
+    hatches = next(c for c in ax.collections if c.get_hatch())
+    return [abs((v[:-1, 0] * v[1:, 1] - v[1:, 0] * v[:-1, 1]).sum()) / 2
+            for v in (path.vertices for path in hatches.get_paths())]
+
+
+@pytest.mark.parametrize("explorers", ["1-self-attention"], indirect=True)
+def test_attention_explorer_follows_its_controls(explorers):
+    """Section 1: the heads menu offers divisors of d and comes back to the reader's choice; the masked
+    keys of a valid length and of causal are hatched in every head; n = 1 and 2 draw; the colour bar's
+    top is the first step at or above the largest weight; 4 heads of d = 10 are refused in one line."""
+    _, found = explorers
+    live = found["explorer"]
+    heads_menu, valid_slider = live.controls["heads"], live.controls["valid"]
+    start = live.values()
+    ax = live.fig.axes[0]
+    try:
+        assert live.set(d=16, n=8, heads=4, valid=6, causal=False)
+        strip = ax.get_images()[0].get_array()
+        assert strip.shape == (8, 4 * 8 + 3 * 2)  # 4 heads of 8 keys, 2 blank columns between two heads
+        starts = [0, 10, 20, 30]
+        for x0 in starts:  # each head: keys 0-5 share each row's weight of 1, keys 6 and 7 masked
+            assert np.allclose(strip[:, x0:x0 + 6].sum(axis=1), 1) and strip[:, x0 + 6:x0 + 8].mask.all()
+        assert hatched_areas(ax) == [2 * 8.0] * 4
+        assert [t.get_text() for t in ax.get_xticklabels(minor=True)] == [f"head {g}" for g in (1, 2, 3, 4)]
+        assert "keys 6 to 7 masked" in live.readout.value and "4 heads of width 4" in live.readout.value
+        assert "keys 6 to 7 masked" in live.description
+
+        assert live.set(d=12, n=10, heads=3, valid=10) and "Y (1, 10, 12)" in live.readout.value
+        assert "no keys masked" in live.readout.value and not any(hatched_areas(ax))
+        assert live.set(heads=4)
+        live.controls["d"].value = 10  # as a reader drags d: 4 does not divide 10, the nearest divisor is 5
+        assert list(heads_menu.options) == [1, 2, 5]
+        assert live.shown == live.values() == dict(d=10, n=10, heads=5, valid=10, causal=False)
+        assert ax.get_title(loc="left") == "n = 10: 5 heads of width 2"
+        live.controls["d"].value = 16  # back to the reader's choice
+        assert heads_menu.value == 4 and live.shown == live.values()
+
+        assert live.set(n=1) and valid_slider.disabled and valid_slider.value == 1
+        assert ax.get_images()[0].get_array().shape[0] == 1
+        assert live.set(n=2) and not valid_slider.disabled and live.set(valid=1)
+        assert "key 1 masked" in live.readout.value and hatched_areas(ax) == [2.0] * 4
+        assert live.set(n=4, valid=4, causal=True) and "causal: keys j > i masked" in live.readout.value
+        assert hatched_areas(ax) == [6.0] * 4  # the 6 keys above the diagonal of a 4 x 4 block, per head
+        first_query = ax.get_images()[0].get_array()[0, :4]
+        assert first_query[0] == 1 and first_query.mask[1:].all()  # the first query attends to itself only
+
+        steps = [0.0, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0]
+        for d in (18, 20, 22, 30, 54):
+            assert live.set(d=d, n=8, heads=2, valid=6, causal=False)
+            largest, top = ax.get_images()[0].get_array().max(), ax.get_images()[0].get_clim()[1]
+            assert top in steps and steps[steps.index(top) - 1] < largest <= top, (d, top)
+        tops = []  # as the text says: raise n and valid together, and the colour bar's top falls
+        for n in (8, 32):
+            assert live.set(d=16, n=n, heads=4, valid=n)
+            largest, top = ax.get_images()[0].get_array().max(), ax.get_images()[0].get_clim()[1]
+            assert top in steps and steps[steps.index(top) - 1] < largest <= top, (n, top)
+            tops.append(top)
+        assert tops[1] < tops[0], tops
+
+        with pytest.raises(ValueError, match="4 heads do not divide d=10") as error:
+            live.draw(d=10, n=10, heads=4, valid=10, causal=False)  # only from code: the menu never offers it
+        assert "\n" not in str(error.value)
+        with pytest.raises(ValueError, match="valid length 9 must lie between 1 and n=8"):
+            live.draw(d=16, n=8, heads=4, valid=9, causal=False)
+    finally:
+        restore(live, start)
