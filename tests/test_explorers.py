@@ -124,8 +124,13 @@ def restore(live, values):
 
 
 def test_every_chapter_has_an_explorer(explorers):
+    """Each section has its explorer, with the book's two sliders: the width d and the length n (the
+    website's precomputed pictures are a grid over exactly these two; a label may say d_h)."""
     chapter, found = explorers
     assert found, f"{chapter}: no attnbook.LiveFigure in the notebook's namespace"
+    for name, live in found.items():
+        missing = {"d", "n"} - set(live.controls)
+        assert not missing, f"{chapter}: explorer {name} has no control named {sorted(missing)}"
 
 
 @settings(max_examples=MAX_EXAMPLES, deadline=None, derandomize=True,
