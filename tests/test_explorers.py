@@ -324,3 +324,38 @@ def test_attention_explorer_follows_its_controls(explorers):
             live.draw(d=16, n=8, heads=4, valid=9, causal=False)
     finally:
         restore(live, start)
+
+
+@pytest.mark.parametrize("explorers", ["6-longer-than-trained"], indirect=True)
+def test_scaling_explorer_shows_what_the_text_says(explorers):
+    """Section 6: each stretching method draws its own picture (the factor greyed out for plain RoPE),
+    and the three things the text asks the reader to look for hold on the scores: PI's curve is
+    RoPE's stretched by s, the fastest pair is kept, YaRN's curve starts at c² ≈ 1.30 for s = 4."""
+    import torch
+    from IPython.core.interactiveshell import InteractiveShell
+
+    ns = InteractiveShell.instance().user_ns
+    methods, frequencies, scaling_for = ns["METHODS"], ns["rope_frequencies"], ns["scaling_for"]
+    mean_cos = ns["mean_cos_at_every_distance"]
+    probe = ns["scaling_explorer"]()  # its own instance: the chapter's stays where the reader left it
+    images = set()
+    for method in methods:
+        assert probe.set(method=method, factor=8)
+        assert probe.controls["factor"].disabled == (method == "RoPE")
+        assert ("factor 8" in probe.readout.value) == (method != "RoPE")
+        images.add(probe.image.value)
+    assert len(images) == len(methods)
+    assert probe.set(d=4, n=2, n_train=16) and "d = 4, n = 2" in probe.readout.value
+    omega = frequencies(16)[0]  # every whole-number distance, as a direct sum would give
+    direct = torch.cos(torch.arange(1001)[:, None] * omega).mean(-1)
+    torch.testing.assert_close(mean_cos(omega, 1000), direct, atol=1e-4, rtol=0)
+    x_shown, y_shown = ns["envelope"](direct)
+    assert y_shown.max() == direct.max() and y_shown.min() == direct.min() and x_shown.max() <= 1000
+    omega_64 = {method: frequencies(64, scaling=scaling_for(method, 4, 4096), seq_len=8192) for method in methods}
+    plain = mean_cos(omega_64["RoPE"][0], 8192)
+    torch.testing.assert_close(mean_cos(omega_64["PI (linear)"][0], 8192)[::4], plain[:2049], atol=1e-4, rtol=0)
+    for method in ["dynamic NTK", "YaRN"]:  # the fastest pair kept
+        torch.testing.assert_close(omega_64[method][0][0], omega_64["RoPE"][0][0])
+    ntk_short = frequencies(64, scaling=scaling_for("dynamic NTK", 4, 4096), seq_len=4096)[0]
+    assert torch.equal(ntk_short, omega_64["RoPE"][0])  # NTK up to n_train: plain RoPE
+    assert round(omega_64["YaRN"][1] ** 2, 2) == 1.30  # YaRN's curve starts at c²
