@@ -351,9 +351,9 @@ def test_scaling_explorer_shows_what_the_text_says(explorers):
     torch.testing.assert_close(mean_cos(omega, 1000), direct, atol=1e-4, rtol=0)
     x_shown, y_shown = ns["envelope"](direct)
     assert y_shown.max() == direct.max() and y_shown.min() == direct.min() and x_shown.max() <= 1000
-    omega_64 = {method: frequencies(64, scaling=scaling_for(method, 4, 4096), seq_len=8192) for method in methods}
-    plain = mean_cos(omega_64["RoPE"][0], 8192)
-    torch.testing.assert_close(mean_cos(omega_64["PI (linear)"][0], 8192)[::4], plain[:2049], atol=1e-4, rtol=0)
+    omega_64 = {m: frequencies(64, scaling=scaling_for(m, 4, 4096), seq_len=8192) for m in methods}
+    plain, stretched = (mean_cos(omega_64[m][0], 8192) for m in ["RoPE", "PI (linear)"])
+    torch.testing.assert_close(stretched[::4], plain[:2049], atol=1e-4, rtol=0)  # PI: stretched by s
     for method in ["dynamic NTK", "YaRN"]:  # the fastest pair kept
         torch.testing.assert_close(omega_64[method][0][0], omega_64["RoPE"][0][0])
     ntk_short = frequencies(64, scaling=scaling_for("dynamic NTK", 4, 4096), seq_len=4096)[0]
