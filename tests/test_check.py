@@ -72,8 +72,13 @@ def causal_mask(n, window=None, diagonal=0, transpose=False, wider=0, both_ways=
     return mask.T if transpose else mask
 
 
-def attention(q, k, v, mask=None, scale=lambda q, v: math.sqrt(q.shape[-1]), dim=-1):
-    scores = q @ k.transpose(1, 2) / scale(q, v)
+def attention(q, k, v, mask=None, scale=lambda q, v: math.sqrt(q.shape[-1]), dim=-1, tiled=False):
+    group = q.shape[-3] // k.shape[-3]  # query heads per key/value head (dim −3)
+    if tiled:  # heads (0, 1, 0, 1) where (0, 0, 1, 1) is asked
+        k, v = (x.repeat(*[1] * (x.dim() - 3), group, 1, 1) for x in (k, v))
+    else:
+        k, v = k.repeat_interleave(group, -3), v.repeat_interleave(group, -3)
+    scores = q @ k.transpose(-1, -2) / scale(q, v)
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
     return torch.softmax(scores, dim=dim) @ v
@@ -258,6 +263,11 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
      "divided by √n_k, the number of keys"),
     ("attention", P(attention, scale=lambda q, v: math.sqrt(q.shape[-2])), "divided by √n_q"),
     ("attention", P(attention, scale=lambda q, v: 1 / math.sqrt(q.shape[-1])), "multiplied by √d_h"),
+    ("attention", P(attention, tiled=True), "case q (2, 4, 3, 8), k and v with h_kv=2 of h=4 heads, n_k=5, "
+     "d_v=6, no mask: at head 1, query 0, column 0: expected -0.378167, got 0.0605004 — the key/value heads "
+     "were tiled (k.repeat): query head g read head g mod h_kv"),
+    ("attention", lambda q, k, v, mask=None: attention(q, k[..., :1, :, :], v[..., :1, :, :], mask)
+     if q.dim() > 3 else attention(q, k, v, mask), "every query head read key/value head 0"),
     ("attention_flops", P(attention_flops, projections=0), "projections (8nd²) are missing"),
     ("attention_flops", P(attention_flops, per_multiply_add=1), "counts 2 FLOPs"),
     ("attention_flops", P(attention_flops, projections=3), "three projections"),
@@ -537,6 +547,14 @@ def chapter_rope(x, positions):
     return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1)
 
 
+def chapter_attend(Q, K, V, mask=None):
+    """Section 1's MultiHeadSelfAttention.attend, without the weights: every head its own keys and values."""
+    scores = Q @ K.transpose(-1, -2) / math.sqrt(K.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    return torch.softmax(scores, dim=-1) @ V
+
+
 def chapter_ntk(d, base, scale):
     """Section 6's stretched(..., 'NTK'): the base raised by scale^(d/(d−2))."""
     return (base * scale ** (d / (d - 2))) ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
@@ -545,6 +563,7 @@ def chapter_ntk(d, base, scale):
 CHAPTER_CELLS = [  # (exercise, the chapter's cell as a reader would copy it, what the line says)
     ("masked_softmax", chapter_masked_softmax, "causal=True must work too"),
     ("causal_mask", lambda n: torch.ones(n, n, dtype=torch.bool).tril(), "window=w must work too"),
+    ("attention", chapter_attend, "k and v may have fewer heads than q"),
     ("attention_flops", lambda n, d: 8 * n * d**2 + 4 * n**2 * d, "cached=m must work too"),
     ("sinusoidal_encoding", chapter_sinusoidal_table, "odd d must work too"),
     ("alibi_bias", chapter_alibi_causal_bias, "this is the causal bias"),

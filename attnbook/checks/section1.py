@@ -13,8 +13,14 @@
   strict j < i; j ≤ i + 1; transposed (j ≥ i); inverted (True where blocked); the additive 0/−inf
   float mask instead of bool; a window of w + 1 or w − 1 keys; the window ignored; the window on both
   sides.
-* attention: softmax over the queries; no scaling; divided by d_h; divided by √d_v; divided by √n_k
-  or √n_q (the lengths); multiplied by √d_h; mask read the other way; mask ignored.
+* attention: its contract grew (issue 29): dim −3 holds the heads, and k, v may have fewer of them than
+  q (grouped-query attention, h_kv dividing h: key/value head j serves query heads j·h/h_kv ..
+  (j + 1)·h/h_kv − 1, as transformers' repeat_kv and SDPA's enable_gqa), with any leading dimensions
+  and a mask broadcast to (..., h, n_q, n_k), so the chapter's attend no longer answers it;
+  attention(q, k, v) on (b, n, d_h) is what it was. Mistakes: the key/value heads tiled (query head g
+  reads g mod h_kv); key/value head 0 for every query head; softmax over the queries; no scaling;
+  divided by d_h; divided by √d_v; divided by √n_k or √n_q (the lengths); multiplied by √d_h; mask read
+  the other way; mask ignored. Reported by head, query and output column.
 """
 import math
 
@@ -145,11 +151,26 @@ def _causal_cases(g):
 
 # ----------------------------------------------------------------------------------- attention
 def _attention(q, k, v, mask=None):
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
 
 
-def _attention_as(q, k, v, mask=None, divide_by=None, dim=-1, keep=True):
-    """Written-out attention with the scaling, softmax axis and mask meaning chosen (for mistakes)."""
+def _grouped(k, v, q, how="interleave"):
+    """k and v with one head per query head (dim −3): key/value head j repeated for its h/h_kv query heads
+    ("interleave", the contract), the heads tiled ("tile", a mistake) or head 0 for all ("first")."""
+    group = q.shape[-3] // k.shape[-3]
+    if how == "tile":
+        return (x.repeat(*[1] * (x.dim() - 3), group, 1, 1) for x in (k, v))
+    if how == "first":
+        if q.dim() == 3:  # (b, n, d_h): dim −3 is the batch, not heads; this mistake is about heads
+            raise ValueError("no heads to group")
+        return (x[..., :1, :, :].expand(*x.shape[:-3], q.shape[-3], *x.shape[-2:]) for x in (k, v))
+    return (x.repeat_interleave(group, -3) for x in (k, v))
+
+
+def _attention_as(q, k, v, mask=None, divide_by=None, dim=-1, keep=True, heads="interleave"):
+    """Written-out attention with the scaling, softmax axis, mask meaning and head grouping chosen (for
+    mistakes)."""
+    k, v = _grouped(k, v, q, heads)
     scores = q @ k.transpose(-1, -2) / (math.sqrt(q.shape[-1]) if divide_by is None else divide_by(q, v))
     if mask is not None:
         scores = scores.masked_fill(mask != keep, -math.inf)
@@ -157,19 +178,38 @@ def _attention_as(q, k, v, mask=None, divide_by=None, dim=-1, keep=True):
 
 
 def _attention_cases(g):
-    def qkv(b, n_q, n_k, d_h, d_v):
-        return randn(g, b, n_q, d_h), randn(g, b, n_k, d_h), randn(g, b, n_k, d_v)
+    def qkv(lead, h, h_kv, n_q, n_k, d_h, d_v):
+        return randn(g, *lead, h, n_q, d_h), randn(g, *lead, h_kv, n_k, d_h), randn(g, *lead, h_kv, n_k, d_v)
 
     random_mask = torch.rand(2, 4, 6, generator=g) < 0.5
     random_mask[..., 0] = True  # no fully masked row (the contract promises none)
+    per_head = torch.rand(2, 4, 4, 6, generator=g) < 0.5
+    per_head[..., -1] = True
     padding = torch.tensor([[True] * 4 + [False] * 2, [True] * 6])[:, None, :]
-    specs = [((2, 4, 6, 16, 5), None, "no mask"), ((2, 4, 6, 16, 4), padding, "padding mask (b, 1, n_k)"),
-             ((2, 5, 5, 8, 3), tril(5, 0), "causal mask (n, n)"),
-             ((2, 4, 6, 8, 8), random_mask, "random mask (b, n_q, n_k)"),
-             ((1, 1, 1, 8, 2), None, "n = 1"), ((3, 2, 3, 1, 2), None, "d_h = 1")]
-    return [Case(f"b={b}, n_q={n_q}, n_k={n_k}, d_h={d_h}, d_v={d_v}, {what}",
-                 (*qkv(b, n_q, n_k, d_h, d_v), mask))
-            for (b, n_q, n_k, d_h, d_v), mask, what in specs]
+    specs = [(2, 4, 6, 16, 5, None, "no mask"), (2, 4, 6, 16, 4, padding, "padding mask (b, 1, n_k)"),
+             (2, 5, 5, 8, 3, tril(5, 0), "causal mask (n, n)"),
+             (2, 4, 6, 8, 8, random_mask, "random mask (b, n_q, n_k)"),
+             (1, 1, 1, 8, 2, None, "n = 1"), (3, 2, 3, 1, 2, None, "d_h = 1")]
+    grouped = [((2,), 4, 2, 3, 5, 8, 6, None, "no mask"),
+               ((2,), 8, 2, 4, 6, 16, 4, padding[:, None], "padding mask (b, 1, 1, n_k)"),
+               ((2,), 6, 3, 5, 5, 8, 3, tril(5, 0), "causal mask (n, n)"),
+               ((2,), 4, 1, 4, 6, 8, 5, per_head, "one key/value head (multi-query), a mask per head"),
+               ((3, 2), 4, 2, 3, 4, 8, 2, tril(4, 0)[1:], "two leading dims, 3 queries after 1 cached key")]
+    cases = [Case(f"b={b}, n_q={n_q}, n_k={n_k}, d_h={d_h}, d_v={d_v}, {what}",
+                  (*qkv((), b, b, n_q, n_k, d_h, d_v), mask))  # (b, n, d_h): dim −3 is the batch
+             for b, n_q, n_k, d_h, d_v, mask, what in specs]
+    return cases + [
+        Case(f"q {(*lead, h, n_q, d_h)}, k and v with h_kv={h_kv} of h={h} heads, n_k={n_k}, d_v={d_v}, "
+             f"{what}",
+             (*qkv(lead, h, h_kv, n_q, n_k, d_h, d_v), mask),
+             note="k and v may have fewer heads than q (dim −3): key/value head j serves query heads "
+                  "j·h/h_kv .. (j + 1)·h/h_kv − 1")
+        for lead, h, h_kv, n_q, n_k, d_h, d_v, mask, what in grouped]
+
+
+def _head_query_column(case, at):
+    head = f"head {at[-3]}, " if case.args[0].dim() > 3 else f"sequence {at[-3]}, "
+    return f"at {head}query {at[-2]}, column {at[-1]}:"
 
 
 EXERCISES = {
@@ -221,8 +261,16 @@ EXERCISES = {
             "the window reaches both ways (|i − j| < w); it is causal too: no key after the query":
                 lambda n, window=None: _windowed(n, window, lambda i, j, w: (i - j).abs() < w)}),
     "attention": Exercise(
-        _attention_cases, _attention, "F.scaled_dot_product_attention with the boolean mask as attn_mask",
-        "n_q ≠ n_k, d_v ≠ d_h, no mask, padding, causal and random masks, n = 1, d_h = 1", {
+        _attention_cases, _attention,
+        "F.scaled_dot_product_attention with the boolean mask as attn_mask and enable_gqa=True (key/value "
+        "head j serving query heads j·h/h_kv .. (j + 1)·h/h_kv − 1), output by output",
+        "(b, n, d_h) and grouped heads h_kv = 1..3 of h = 4..8, leading dims, n_q ≠ n_k, d_v ≠ d_h, no mask, "
+        "padding, causal, random and per-head masks, n = 1, d_h = 1", {
+            "the key/value heads were tiled (k.repeat): query head g read head g mod h_kv; it reads the head "
+            "of its group, g // (h/h_kv) (repeat_interleave, as transformers' repeat_kv)":
+                lambda q, k, v, m=None: _attention_as(q, k, v, m, heads="tile"),
+            "every query head read key/value head 0; query head g reads head g // (h/h_kv)":
+                lambda q, k, v, m=None: _attention_as(q, k, v, m, heads="first"),
             "the softmax runs over the queries (dim −2); it must run over the keys (dim −1)":
                 lambda q, k, v, m=None: _attention_as(q, k, v, m, dim=-2),
             "the scores are not divided by √d_h":
@@ -240,5 +288,6 @@ EXERCISES = {
             "the mask is read the other way: True means 'may attend'":
                 lambda q, k, v, m=None: _attention_as(q, k, v, m, keep=False),
             "the mask is ignored":
-                lambda q, k, v, m=None: _attention_as(q, k, v)}),
+                lambda q, k, v, m=None: _attention_as(q, k, v)},
+        where=_head_query_column),
 }
