@@ -51,13 +51,10 @@ def _remember(device):
     return device
 
 
-def describe(device, environ=None):
-    """One line saying which device the notebook computes on, and why."""
-    environ = os.environ if environ is None else environ
-    chosen = environ.get(DEVICE_VARIABLE, "").strip()
-    why = f"{DEVICE_VARIABLE}={chosen}" if chosen else f"{DEVICE_VARIABLE} unset: " + (
-        "torch sees a GPU" if device.type == "cuda" else "torch sees no GPU")
-    return f"computing on {device.type} ({why})"
+def describe(device):
+    """The notebook's first line: the device it computes on, in torch's name for it (how to choose
+    another, $BOOK_DEVICE, is the README's business, not the page's)."""
+    return f"this notebook computes on {device.type}"
 
 
 def deterministic(environ=None):

@@ -30,11 +30,10 @@ def test_unset_device_means_the_gpu_when_torch_sees_one(monkeypatch):
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     assert pick_device({}) == torch.device("cuda")
-    assert describe(torch.device("cuda"), {}) == "computing on cuda (BOOK_DEVICE unset: torch sees a GPU)"
+    assert describe(torch.device("cuda")) == "this notebook computes on cuda"
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert pick_device({}) == torch.device("cpu")
-    assert describe(torch.device("cpu"), {}) == "computing on cpu (BOOK_DEVICE unset: torch sees no GPU)"
-    assert describe(torch.device("cpu"), {"BOOK_DEVICE": "cpu"}) == "computing on cpu (BOOK_DEVICE=cpu)"
+    assert describe(torch.device("cpu")) == "this notebook computes on cpu"
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message shown where there is no GPU")
