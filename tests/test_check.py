@@ -109,22 +109,25 @@ def per_column_frequency(n, d):
 
 
 def rope(x, positions, interleaved=False, ignore_positions=False, direction=1, pair=2, odd_refused=True,
-         head_axis=True):
+         head_axis=True, angles_in=None, float32_out=False):
     d = x.shape[-1]
     if d % 2 and odd_refused:
         raise ValueError(f"RoPE rotates pairs: d_h = {d} must be even")
     if ignore_positions:
         positions = torch.arange(x.shape[-2], device=x.device)
     omega = 10000 ** (-pair * torch.arange(d // 2, device=x.device) / d)
-    theta = direction * positions[..., None].float() * omega  # (n, d/2) or (b, n, d/2)
+    # float32 angles whatever x's dtype (angles_in: x's dtype, the mistake); the products in float32
+    angle_dtype = angles_in or torch.float32
+    theta = direction * positions[..., None].to(angle_dtype) * omega.to(angle_dtype)
     if positions.dim() == 2 and head_axis:  # (b, 1, ..., n, d/2): sequence b's row, every head
         theta = theta.reshape(theta.shape[0], *[1] * (x.dim() - 3), *theta.shape[1:])
-    cos, sin = theta.cos(), theta.sin()
+    cos, sin = theta.cos().float(), theta.sin().float()
+    out_dtype, x = (torch.float32 if float32_out else x.dtype), x.float()
     if interleaved:
         x1, x2 = x[..., 0::2], x[..., 1::2]
-        return torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1).flatten(-2)
+        return torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1).flatten(-2).to(out_dtype)
     x1, x2 = x[..., :d // 2], x[..., d // 2:]
-    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1)
+    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1).to(out_dtype)
 
 
 def press_slopes(h):
@@ -295,6 +298,11 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
     ("rope", P(rope, head_axis=False), "broadcast against the heads axis"),
     ("rope", lambda x, positions: rope(x, positions[0] if positions.dim() == 2 else positions),
      "the first row's positions"),
+    ("rope", lambda x, positions: rope(x, positions, angles_in=x.dtype), "case x (2, 3, 4, 64) in bfloat16, "
+     "positions [40000, 40001, 40002, 40003] (continuing after 40,000 cached): at [0, 0, 0, 0] expected "
+     "0.359375, got 1.10938 — the angles position·ω were computed in x's dtype: bfloat16 keeps 8"),
+    ("rope", P(rope, float32_out=True), "returned float32, expected bfloat16 — x in bfloat16 must work too: "
+     "return bfloat16, with the angles position·ω computed in float32"),
     ("rope", P(rope, odd_refused=False), "d_h = 5 is odd, so coordinate l has no partner l + d_h/2: raise a "
      "ValueError"),
     ("alibi_bias", P(alibi_bias, sign=1), "sign is flipped"),
@@ -573,6 +581,8 @@ CHAPTER_CELLS = [  # (exercise, the chapter's cell as a reader would copy it, wh
      "function raises RuntimeError"),
     ("t5_bucket", t5_reference, "calls transformers' _relative_position_bucket"),
     ("rope", chapter_rope, "positions (b, n) must work too"),
+    ("rope", lambda x, positions: chapter_rope(x, positions) if positions.dim() == 1 else rope(x, positions),
+     "x in bfloat16 must work too"),
     ("ntk_frequencies", chapter_ntk, "pair=ℓ* must work too"),
 ]
 

@@ -1,10 +1,13 @@
 """Section 5's exercises (rotary position embedding) and the mistakes each names.
 
-* rope: its contract grew (issue 29): positions may be (b, n), one row per sequence (a left-padded
-  batch, as position_ids makes), for x (b, ..., n, d_h); rope(x, positions (n,)) is what it was.
-  Mistakes: interleaved pairing; frequencies 10000^(−l/d_h); positions ignored (arange(n)); rotation
-  the wrong way; (b, n) positions broadcast against the heads axis; every sequence given the first
-  row's positions. An odd d_h must raise a ValueError (no half-split pairs).
+* rope: its contract grew twice (issue 29): positions may be (b, n), one row per sequence (a left-padded
+  batch, as position_ids makes), for x (b, ..., n, d_h); and x may be bfloat16 or float16, at positions
+  far into a long cache (up to 65,000), returned in x's dtype with the angles position·ω computed in
+  float32 (transformers casts cos and sin to x's dtype afterwards), so the chapter's rope_half_split
+  answers neither; rope(x, positions (n,)) on float32 is what it was. Mistakes: interleaved pairing;
+  frequencies 10000^(−l/d_h); positions ignored (arange(n)); rotation the wrong way; (b, n) positions
+  broadcast against the heads axis; every sequence given the first row's positions; the angles, or
+  the frequencies alone, rounded to x's dtype. An odd d_h must raise a ValueError (no half-split pairs).
 * position_ids: padding ignored (arange); starts at 1.
 """
 from functools import lru_cache
@@ -26,14 +29,33 @@ def _llama_rope(d_h):
 
 
 def _rope(x, positions, per_sequence=True):
+    # transformers computes the angles in float32 and casts cos and sin to x's dtype
+    cos, sin = _llama_rope(x.shape[-1])(x, positions if positions.dim() == 2 else positions[None])
+    return _turned(x, positions, cos, sin, per_sequence)
+
+
+def _turned(x, positions, cos, sin, per_sequence=True):
+    """x cos + rotate_half(x) sin, cos and sin (1 or b, n, d_h) laid over x's sequences and heads."""
     from transformers.models.llama.modeling_llama import rotate_half
 
-    cos, sin = _llama_rope(x.shape[-1])(x, positions if positions.dim() == 2 else positions[None])
     if positions.dim() == 1:  # (1, n, d_h): the same positions for every sequence
         cos, sin = cos[0], sin[0]
     elif per_sequence:        # (b, n, d_h) -> (b, 1, ..., n, d_h): sequence b's row, every head
         cos, sin = (c.reshape(c.shape[0], *[1] * (x.dim() - 3), *c.shape[1:]) for c in (cos, sin))
     return x * cos + rotate_half(x) * sin  # transformers' apply_rotary_pos_emb, broadcast over the heads
+
+
+def _rounded(x, positions, what="angles"):
+    """RoPE with the angles (or the frequencies alone) rounded to x's dtype (for the mistakes)."""
+    d = x.shape[-1]
+    omega = 10000.0 ** (-torch.arange(0, d, 2, dtype=torch.float32) / d)
+    if what == "angles":
+        angles = positions[..., None].to(x.dtype) * omega.to(x.dtype)
+    else:
+        angles = positions[..., None].float() * omega.to(x.dtype).float()
+    angles = torch.cat([angles, angles], -1)
+    angles = angles if positions.dim() == 2 else angles[None]
+    return _turned(x, positions, angles.cos().to(x.dtype), angles.sin().to(x.dtype))
 
 
 def _rotated(x, positions, interleaved=False, exponent=2):
@@ -65,6 +87,17 @@ def _rope_cases(g):
         cases.append(Case(f"x {shape}, positions (b, n) {positions} ({what})",
                           (randn(g, *shape), torch.tensor(positions)),
                           note="positions (b, n) must work too: row b turns sequence b, all its heads alike"))
+    low = [((2, 3, 4, 64), torch.bfloat16, [40000, 40001, 40002, 40003], "continuing after 40,000 cached"),
+           ((3, 4, 32), torch.float16, [65000, 20, 3000, 12345], "out of order, up to 65,000"),
+           ((2, 2, 5, 16), torch.bfloat16, [[0, 0, 0, 1, 2], [30000, 30001, 30002, 30003, 30004]],
+            "positions (b, n)"),
+           ((4, 8), torch.bfloat16, [0, 1, 2, 3], "small positions")]
+    for shape, dtype, positions, what in low:
+        name = str(dtype).removeprefix("torch.")
+        cases.append(Case(f"x {shape} in {name}, positions {positions} ({what})",
+                          (randn(g, *shape).to(dtype), torch.tensor(positions)),
+                          note=f"x in {name} must work too: return {name}, with the angles position·ω "
+                               "computed in float32, then cos and sin cast to x's dtype"))
     for shape in [(2, 3, 5), (4, 1)]:
         cases.append(Case(f"x {shape} (odd d_h = {shape[-1]})", (randn(g, *shape), torch.arange(shape[-2])),
                           raises=ValueError, note=f"d_h = {shape[-1]} is odd, so coordinate l has no partner "
@@ -90,9 +123,17 @@ def _position_ids_cases(g):
 # ----------------------------------------------------------------------------------- the table
 EXERCISES = {
     "rope": Exercise(
-        _rope_cases, _rope, "transformers' Llama RoPE (apply_rotary_pos_emb, base 10,000)",
+        _rope_cases, _rope,
+        "transformers' Llama RoPE (apply_rotary_pos_emb, base 10,000; in bfloat16 and float16 its float32 "
+        "angles, cos and sin cast to x's dtype, to a few units in the last place)",
         "d_h 2..64, batch and head dims, positions not 0..n-1, negative positions, positions (b, n) per "
-        "sequence; odd d_h refused", {
+        "sequence, bfloat16 and float16 at positions up to 65,000; odd d_h refused", {
+            "the angles position·ω were computed in x's dtype: bfloat16 keeps 8 significant bits and float16 "
+            "11, so a position near 40,000 is off by up to 128 or 16; compute them in float32":
+                lambda x, p: _rounded(x, p, "angles"),
+            "the frequencies ω were rounded to x's dtype: a relative error of 2⁻⁹ (bfloat16) times a "
+            "position near 40,000 is tens of radians; keep ω in float32":
+                lambda x, p: _rounded(x, p, "frequencies"),
             "this is the interleaved pairing (2l, 2l+1); the exercise asks for the half-split one "
             "(l, l + d_h/2), as Llama in transformers":
                 lambda x, p: _rotated(x, p, interleaved=True),
