@@ -89,16 +89,20 @@ def attention_flops(n, d, cached=0, projections=4, per_multiply_add=2, cache_sco
     return per_multiply_add * (projections * n * d * d + 2 * n * keys * d)
 
 
-def sinusoidal_encoding(n, d, pair=2, swap=False, halves=False, odd_ok=True, even_d=False):
+def sinusoidal_encoding(n, d, pair=2, swap=False, halves=False, odd_ok=True, even_d=False,
+                        dtype=torch.float64, from_0=False):
     over = d + d % 2 if even_d else d  # even_d: the exponent over d rounded up to even
-    exponents = -pair * torch.arange((d + 1) // 2) / over
-    angles = torch.arange(n, dtype=torch.float32)[:, None] * 10000 ** exponents
+    exponents = -pair * torch.arange((d + 1) // 2, dtype=dtype) / over
+    positions = n if isinstance(n, torch.Tensor) else torch.arange(n)
+    if from_0:  # the rows of 0..len − 1, whatever the positions
+        positions = torch.arange(positions.shape[-1]).expand(positions.shape)
+    angles = positions.to(dtype)[..., None] / 10000 ** -exponents  # dtype float32: the mistake far out
     sin, cos = (angles.cos(), angles.sin()) if swap else (angles.sin(), angles.cos())
-    cos = cos[:, :d // 2] if odd_ok else cos
+    cos = cos[..., :d // 2] if odd_ok else cos
     if halves:
-        return torch.cat([sin, cos], 1)
-    P = torch.zeros(n, d)
-    P[:, 0::2], P[:, 1::2] = sin, cos
+        return torch.cat([sin, cos], -1).float()
+    P = torch.zeros(*positions.shape, d)
+    P[..., 0::2], P[..., 1::2] = sin.float(), cos.float()
     return P
 
 
@@ -291,6 +295,14 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
      "column 2: expected 0.0719065, got 0.0998334 — the exponent is 2l/(d + 1)"),
     ("sinusoidal_encoding", lambda n, d: sinusoidal_encoding(n, d) * (1.01 if d % 2 else 1),
      "the full pairs (columns 0..5) already differ"),
+    ("sinusoidal_encoding", P(sinusoidal_encoding, dtype=torch.float32), "case positions [[0, 1, 2], [99997, "
+     "99998, 99999]] ((b, n), up to 99,999), d=16: at position i = 99,997, column 3: expected 0.126722, got "
+     "0.126927 — the angles i·ω_ℓ were computed in float32, which keeps 24 significant bits"),
+    ("sinusoidal_encoding", lambda n, d: sinusoidal_encoding(n, d, dtype=torch.float32) * 1.0001,
+     "the angles i·ω_ℓ were computed in float32"),
+    ("sinusoidal_encoding", P(sinusoidal_encoding, from_0=True), "case positions [40, 41, 42] (a cache "
+     "continuing at 40), d=16: at position i = 40, column 0: expected 0.745113, got 0 — these are the rows "
+     "of positions 0..len − 1"),
     ("rope", P(rope, interleaved=True), "interleaved pairing (2l, 2l+1)"),
     ("rope", P(rope, ignore_positions=True), "positions are ignored"),
     ("rope", P(rope, direction=-1), "wrong way"),
@@ -501,6 +513,15 @@ def test_the_ntk_reference_is_transformers_dynamic_ntk_at_factor_1(d, base, scal
     torch.testing.assert_close(_ntk_frequencies(d, base, scale).float(), inv_freq, rtol=1e-5, atol=0)
 
 
+def test_the_sinusoidal_reference_for_positions_is_transformers_table():
+    from transformers.models.distilbert.modeling_distilbert import create_sinusoidal_embeddings
+
+    positions = torch.tensor([[0, 5, 1999], [7, 1000, 3]])
+    for d in (1, 7, 16):
+        table = create_sinusoidal_embeddings(2000, d, torch.empty(2000, d))
+        torch.testing.assert_close(EXERCISES["sinusoidal_encoding"].reference(positions, d), table[positions])
+
+
 def test_the_flop_reference_counts_four_projections_and_two_matmuls():
     for n, d in [(1, 1), (16, 64), (100_000, 128)]:
         assert _attention_flops(n, d) == 8 * n * d * d + 4 * n * n * d
@@ -574,6 +595,8 @@ CHAPTER_CELLS = [  # (exercise, the chapter's cell as a reader would copy it, wh
     ("attention", chapter_attend, "k and v may have fewer heads than q"),
     ("attention_flops", lambda n, d: 8 * n * d**2 + 4 * n**2 * d, "cached=m must work too"),
     ("sinusoidal_encoding", chapter_sinusoidal_table, "odd d must work too"),
+    ("sinusoidal_encoding", lambda n, d: chapter_sinusoidal_table(n, d)[:, :d],  # its PositionalEncoding
+     "n may be a tensor of positions too"),
     ("alibi_bias", chapter_alibi_causal_bias, "this is the causal bias"),
     ("skew", lambda rel_logits: F.pad(rel_logits, (1, 0)).reshape(
         *rel_logits.shape[:-2], rel_logits.shape[-1] + 1, rel_logits.shape[-1])[..., 1:, :], "n_q < n_k"),

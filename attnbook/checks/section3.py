@@ -1,9 +1,13 @@
 """Section 3's exercise (positional encoding) and the mistakes it names.
 
-* sinusoidal_encoding: sin/cos halves instead of interleaved; exponent l/d; a frequency per column
-  (j/d); sin and cos swapped; for odd d the exponent over d + 1 or d − 1 (d made even). An odd d that
-  fails otherwise is diagnosed by where: the full pairs first (their frequencies), then the last column.
-  Reported by position i and column.
+* sinusoidal_encoding: its contract grew (issue 29): `n` may also be an int64 tensor of positions, any
+  shape (a batch's position ids, a cache continuing at 40, 41, …), up to 100,000, the rows accurate to
+  float32 (the angles computed in float64), so the chapter's sinusoidal_table (arange(n), float32
+  angles) no longer answers it; sinusoidal_encoding(n, d) with an int n is what it was. Mistakes: sin/cos
+  halves instead of interleaved; exponent l/d; a frequency per column (j/d); sin and cos swapped; for
+  odd d the exponent over d + 1 or d − 1 (d made even); the angles computed in float32; the positions
+  replaced by 0..len − 1. An odd d that fails otherwise is diagnosed by where: the full pairs first
+  (their frequencies), then the last column. Reported by position i and column.
 """
 import torch
 
@@ -11,21 +15,29 @@ from attnbook.checks.machinery import Case, Exercise
 
 
 def _sinusoidal_encoding(n, d):
+    if isinstance(n, torch.Tensor):  # positions far out: the same formula, written out in float64
+        return _sinusoid(n, d)        # (tests/test_check.py checks it against the table below)
     from transformers.models.distilbert.modeling_distilbert import create_sinusoidal_embeddings
 
     return create_sinusoidal_embeddings(n, d, torch.empty(n, d, device="cpu"))  # it fills it from numpy
 
 
-def _sinusoid(n, d, exponent=lambda j, d: 2 * (j // 2) / d, even=torch.sin, odd=torch.cos):
-    """P[i, j] = even/odd(i · 10000^(−exponent(j))) at even/odd columns j (for mistakes)."""
-    j = torch.arange(d)
-    angles = torch.arange(n, dtype=torch.float64)[:, None] * 10000.0 ** -exponent(j, d)
+def _positions(n, dtype=torch.float64):
+    return n.to("cpu", dtype) if isinstance(n, torch.Tensor) else torch.arange(n, dtype=dtype)
+
+
+def _sinusoid(n, d, exponent=lambda j, d: 2 * (j // 2) / d, even=torch.sin, odd=torch.cos,
+              dtype=torch.float64):
+    """P[..., i, j] = even/odd(i · 10000^(−exponent(j))) at even/odd columns j, for the positions 0..n − 1
+    or a tensor of them, the angles in `dtype` (float32 for a mistake)."""
+    j = torch.arange(d, dtype=torch.float64)
+    angles = _positions(n, dtype)[..., None] * (10000.0 ** -exponent(j, d)).to(dtype)
     return torch.where(j % 2 == 0, even(angles), odd(angles)).float()
 
 
 def _sin_cos_halves(n, d):
-    angles = torch.arange(n, dtype=torch.float64)[:, None] * 10000.0 ** (-torch.arange(0, d, 2) / d)
-    return torch.cat([angles.sin(), angles[:, :d // 2].cos()], -1).float()
+    angles = _positions(n)[..., None] * 10000.0 ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    return torch.cat([angles.sin(), angles[..., :d // 2].cos()], -1).float()
 
 
 def _odd_d(n, d):
@@ -43,15 +55,50 @@ def _odd_d(n, d):
 
 def _sinusoidal_cases(g):
     sizes = [(6, 8), (50, 32), (1, 4), (10, 2), (7, 7), (4, 1), (9, 5)]
-    return [Case(f"n={n}, d={d}{' (odd d)' if d % 2 else ''}", (n, d), note=_odd_d(n, d) if d % 2 else "")
-            for n, d in sizes]
+    cases = [Case(f"n={n}, d={d}{' (odd d)' if d % 2 else ''}", (n, d), note=_odd_d(n, d) if d % 2 else "")
+             for n, d in sizes]
+    positions = [([40, 41, 42], 16, "a cache continuing at 40"), ([[0, 0, 1, 2], [3, 4, 5, 6]], 8, "(b, n)"),
+                 ([[0, 1, 2], [99_997, 99_998, 99_999]], 16, "(b, n), up to 99,999"),
+                 ([65_536, 7, 12_345], 8, "out of order"), ([70_001, 3], 7, "odd d")]
+    return cases + [Case(f"positions {p} ({what}), d={d}", (torch.tensor(p), d),
+                         note=_far(torch.tensor(p), d)) for p, d, what in positions]
+
+
+def _far(positions, d):
+    """What a tensor-of-positions case says when no known mistake fits: rows that are nearly right (within
+    0.05) and still fail have lost digits in float32 angles, whatever order the float32 arithmetic took."""
+    def note(got):
+        expected = _sinusoid(positions, d)
+        if isinstance(got, torch.Tensor) and got.shape == expected.shape and torch.allclose(
+                got.detach().cpu().float(), expected, rtol=0, atol=0.05):
+            return FLOAT32_ANGLES
+        return "n may be a tensor of positions too: one row of d for each entry, at that position"
+    return note
+
+
+FLOAT32_ANGLES = ("the angles i·ω_ℓ were computed in float32, which keeps 24 significant bits: an angle near "
+                  "30,000 rad is off by up to 0.001; compute them in float64, then return float32")
+
+
+def _over_even(d, odd_d):
+    """2l/odd_d for odd d (a mistake there); for even d it is the right exponent, so no mistake."""
+    if d % 2 == 0:
+        raise ValueError("only odd d")
+    return lambda j, d: 2 * (j // 2) / odd_d
+
+
+def _position_and_column(case, at):
+    n = case.args[0]
+    position = int(n[at[:-1]]) if isinstance(n, torch.Tensor) else at[0]
+    return f"at position i = {position:,}, column {at[-1]}:"
 
 
 EXERCISES = {
     "sinusoidal_encoding": Exercise(
         _sinusoidal_cases, _sinusoidal_encoding,
-        "transformers' sinusoidal table (DistilBERT), entry by entry",
-        "n 1..50, d 1..32, odd d", {
+        "transformers' sinusoidal table (DistilBERT), entry by entry; for a tensor of positions the same "
+        "formula in float64, rounded once to float32",
+        "n 1..50, d 1..32, odd d; positions (n,) and (b, n) up to 99,999", {
             "these are sin and cos halves side by side; interleave them (sin at 2l, cos at 2l + 1)":
                 _sin_cos_halves,
             "the exponent is l/d; it is 2l/d (ω_l = 10000^(−2l/d))":
@@ -61,8 +108,12 @@ EXERCISES = {
             "sin and cos are swapped: sin goes to the even columns 2l, cos to the odd ones":
                 lambda n, d: _sinusoid(n, d, even=torch.cos, odd=torch.sin),
             "the exponent is 2l/(d + 1), d rounded up to even; for odd d too it is 2l/d":
-                lambda n, d: _sinusoid(n, d, lambda j, d: 2 * (j // 2) / (d + d % 2)),
+                lambda n, d: _sinusoid(n, d, _over_even(d, d + 1)),
             "the exponent is 2l/(d − 1), d rounded down to even; for odd d too it is 2l/d":
-                lambda n, d: _sinusoid(n, d, lambda j, d: 2 * (j // 2) / (d - d % 2))},
-        where=lambda case, at: f"at position i = {at[0]}, column {at[1]}:"),
+                lambda n, d: _sinusoid(n, d, _over_even(d, d - 1)),
+            FLOAT32_ANGLES: lambda n, d: _sinusoid(n, d, dtype=torch.float32),
+            "these are the rows of positions 0..len − 1; each row is the encoding of its entry of the "
+            "positions tensor":
+                lambda n, d: _sinusoid(torch.arange(n.shape[-1]).expand(n.shape), d)},
+        where=_position_and_column),
 }
