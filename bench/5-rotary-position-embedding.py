@@ -1,5 +1,5 @@
 # `make bench` runs this in section 5's kernel, after the notebook: it uses the notebook's `alibi`,
-# `bias_bytes`, `device`, `torch`, `F` and `attnbook`.
+# `bias_bytes`, `device`, `torch`, `F` and `attnbook`, and the block-skipping part's kernel and masks.
 
 # What an additive bias costs SDPA: the (h, n, n) float mask it reads (ALiBi, 32 heads of width 64),
 # against the same causal attention with no mask (what RoPE needs). Memory counted from the tensor
@@ -39,3 +39,11 @@ for n in SIZES:
                         detail=f'{masked_peak / 2**20:.0f} MiB with the mask, '
                                f'{causal_peak / 2**20:.0f} MiB without')
     del q, k, v, mask
+
+# The notebook's deeper part on block skipping checks that the two block masks give the same outputs
+# and counts the blocks; the time each takes is measured here, with the notebook's compiled kernel,
+# inputs and masks (`compiled_flex`, `q_big`, `k_big`, `v_big`, `skipping`, `every_block`, `n_big`).
+skip_ms = attnbook.median_ms(compiled_flex, q_big, k_big, v_big, block_mask=skipping)
+all_ms = attnbook.median_ms(compiled_flex, q_big, k_big, v_big, block_mask=every_block)
+attnbook.report(f'FlexAttention, causal, every block computed / masked blocks skipped, time, '
+                f'n={n_big}, {device.type}', all_ms / skip_ms, detail=f'{all_ms:.1f} ms vs {skip_ms:.1f} ms')
