@@ -23,20 +23,21 @@ def _sinusoidal_encoding(n, d):
 
 
 def _positions(n, dtype=torch.float64):
-    return n.to("cpu", dtype) if isinstance(n, torch.Tensor) else torch.arange(n, dtype=dtype)
+    return n.to("cpu", dtype) if isinstance(n, torch.Tensor) else torch.arange(n, dtype=dtype, device="cpu")
 
 
 def _sinusoid(n, d, exponent=lambda j, d: 2 * (j // 2) / d, even=torch.sin, odd=torch.cos,
               dtype=torch.float64):
     """P[..., i, j] = even/odd(i · 10000^(−exponent(j))) at even/odd columns j, for the positions 0..n − 1
     or a tensor of them, the angles in `dtype` (float32 for a mistake)."""
-    j = torch.arange(d, dtype=torch.float64)
+    j = torch.arange(d, dtype=torch.float64, device="cpu")  # the reference is computed on the CPU
     angles = _positions(n, dtype)[..., None] * (10000.0 ** -exponent(j, d)).to(dtype)
     return torch.where(j % 2 == 0, even(angles), odd(angles)).float()
 
 
 def _sin_cos_halves(n, d):
-    angles = _positions(n)[..., None] * 10000.0 ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    pairs = torch.arange(0, d, 2, dtype=torch.float64, device="cpu")
+    angles = _positions(n)[..., None] * 10000.0 ** (-pairs / d)
     return torch.cat([angles.sin(), angles[..., :d // 2].cos()], -1).float()
 
 
