@@ -345,7 +345,7 @@ def test_scaling_explorer_shows_what_the_text_says(explorers):
         assert ("factor 8" in probe.readout.value) == (method != "RoPE")
         images.add(probe.image.value)
     assert len(images) == len(methods)
-    assert probe.set(d=4, n=2, n_train=16) and "d = 4, n = 2" in probe.readout.value
+    assert probe.set(d=4, n=2, n_train=16) and "d_h = 4, n = 2" in probe.readout.value
     omega = frequencies(16)[0]  # every whole-number distance, as a direct sum would give
     direct = torch.cos(torch.arange(1001)[:, None] * omega).mean(-1)
     torch.testing.assert_close(mean_cos(omega, 1000), direct, atol=1e-4, rtol=0)
