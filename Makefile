@@ -92,11 +92,15 @@ publish-check: $(READY)
 notebooks/%.ipynb: chapters/%.md attnbook/*.py attnbook/checks/*.py | $(READY)
 	BOOK_DEVICE=cpu $(PYTHON) -m jupytext --to ipynb --execute -o $@ $<
 
-# The student edition: nbconvert drops the cells tagged `answer` (code and outputs); the exercises'
-# stubs and their checks stay. From the committed notebooks, nothing re-executed.
+# The student edition: nbconvert drops the cells tagged `answer` (code and outputs) and `book-only`
+# (the line that says worked answers follow); the exercises' stubs and their checks stay. From the
+# committed notebooks, nothing re-executed; the folder is emptied first, so no old section stays.
+STUDENT_DROPS = answer book-only
 student:
+	rm -rf _build/student
 	$(PYTHON) -m nbconvert --log-level WARN --to notebook --TagRemovePreprocessor.enabled=True \
-	  --TagRemovePreprocessor.remove_cell_tags answer --output-dir _build/student notebooks/*.ipynb
+	  $(foreach tag,$(STUDENT_DROPS),--TagRemovePreprocessor.remove_cell_tags $(tag)) \
+	  --output-dir _build/student notebooks/*.ipynb
 
 # The website and the PDF, from the committed notebooks (never re-executed): site/build.py.
 # MathJax comes from npm (site/package-lock.json) and is served by the site itself.

@@ -229,6 +229,8 @@ def test_the_student_edition_runs_alone_with_its_stubs(student_edition, alone, t
     source = student_edition[index]
     cells = nbformat.read(source, as_version=4).cells
     assert not [cell for cell in cells if "answer" in cell.metadata.get("tags", [])]
+    # it promises no worked answer it does not have
+    assert not [cell for cell in cells if "worked answer follows" in cell.source], source.name
     path = single(tmp_path, source)
     error = run_notebook(python, path, **env)
     assert error is None, describe(error)
