@@ -29,7 +29,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 # ----------------------------------------------------------------------------------- answers
 def masked_softmax(scores, valid_lens=None, causal=False, fill=-math.inf, dim=-1, inclusive=False,
-                   per_query=True, additive=False, detach=False, top_left=False):
+                   per_query=True, additive=False, detach=False, top_left=False, zero_after=False):
     n_q, n_k = scores.shape[-2:]
     keep = torch.ones(n_q, n_k, dtype=torch.bool, device=scores.device)
     if causal:  # query t sits at position n_k - n_q + t (top_left: at t, as SDPA's is_causal)
@@ -42,6 +42,8 @@ def masked_softmax(scores, valid_lens=None, causal=False, fill=-math.inf, dim=-1
         valid_lens = valid_lens[:, None]
     keys = torch.arange(n_k, device=scores.device)
     keep = keep & (keys <= valid_lens[..., None] if inclusive else keys < valid_lens[..., None])
+    if zero_after:  # the softmax over every key, then the masked ones zeroed: rows no longer sum to 1
+        return F.softmax(scores, dim=dim).masked_fill(~keep, 0.0)
     if additive:  # −inf added, not filled: the same weights, but autograd sees the NaN of an empty row
         masked = scores + torch.zeros_like(scores).masked_fill(~keep, fill)
     else:  # masked_fill's backward gives the masked entries (an empty row: all of them) zero gradient
@@ -84,9 +86,11 @@ def attention(q, k, v, mask=None, scale=lambda q, v: math.sqrt(q.shape[-1]), dim
     return torch.softmax(scores, dim=dim) @ v
 
 
-def attention_flops(n, d, cached=0, projections=4, per_multiply_add=2, cache_scored=True):
+def attention_flops(n, d, cached=0, projections=4, per_multiply_add=2, cache_scored=True, products=2,
+                    cache_queries=False):
     keys = n + cached if cache_scored else n
-    return per_multiply_add * (projections * n * d * d + 2 * n * keys * d)
+    queries = n + cached if cache_queries else n  # cache_queries: the cached positions score again
+    return per_multiply_add * (projections * n * d * d + products * queries * keys * d)
 
 
 def sinusoidal_encoding(n, d, pair=2, swap=False, halves=False, odd_ok=True, even_d=False,
@@ -156,7 +160,7 @@ def alibi_bias(n, h, sign=-1, naive=False, reverse=False, other_half=False, caus
 
 
 def t5_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128, flip_sign=False,
-              one_sided_abs=False):
+              one_sided_abs=False, rounded=False, a0_quarter=False):
     if flip_sign:
         relative_position = -relative_position
     buckets = 0
@@ -168,16 +172,18 @@ def t5_bucket(relative_position, bidirectional=True, num_buckets=32, max_distanc
         distance = relative_position.abs()
     else:
         distance = (-relative_position).clamp(min=0)
-    exact = num_buckets // 2
+    exact = num_buckets // 4 if a0_quarter and not bidirectional else num_buckets // 2
     log_ratio = torch.log(distance.float().clamp(min=1) / exact) / math.log(max_distance / exact)
-    large = (exact + (log_ratio * (num_buckets - exact)).long()).clamp(max=num_buckets - 1)
+    log_part = log_ratio * (num_buckets - exact)
+    large = (exact + (log_part.round() if rounded else log_part).long()).clamp(max=num_buckets - 1)
     return buckets + torch.where(distance < exact, distance, large)
 
 
-def skew(rel_logits, n_k=None, pad=(1, 0), keep_first=False):
+def skew(rel_logits, n_k=None, pad=(1, 0), keep_first=False, start=None):
     n_q, width = rel_logits.shape[-2:]  # width: n_k, or n_k + n_q - 1 offsets with n_k given (both ways)
     flat = F.pad(rel_logits, pad).flatten(-2)  # n_q rows of width + 1, one after another
-    flat = flat[..., :n_q * width] if keep_first else flat[..., n_q:n_q + n_q * width]
+    start = 0 if keep_first else n_q if start is None else start  # start=1: read from entry 1
+    flat = flat[..., start:start + n_q * width]
     return flat.reshape(rel_logits.shape)[..., :width if n_k is None else n_k]
 
 
@@ -204,6 +210,13 @@ def mt5_reference(relative_position, bidirectional=True, num_buckets=32, max_dis
     return MT5Attention._relative_position_bucket(relative_position, bidirectional, num_buckets, max_distance)
 
 
+def skew_by_gather(rel_logits, sign=1):  # sign=-1: the column of offset i − j, not j − i
+    n_q, n_k = rel_logits.shape[-2:]
+    i, j = torch.arange(n_k - n_q, n_k)[:, None], torch.arange(n_k)
+    columns = (sign * (j - i) + n_k - 1).clamp(0, n_k - 1).to(rel_logits.device)
+    return rel_logits.gather(-1, columns.expand(rel_logits.shape))
+
+
 def skew_from_position_0(rel_logits):  # query t taken to sit at position t
     n_q, n_k = rel_logits.shape[-2:]
     t, j = torch.arange(n_q)[:, None], torch.arange(n_k)
@@ -212,10 +225,10 @@ def skew_from_position_0(rel_logits):  # query t taken to sit at position t
 
 
 def ntk_frequencies(d, base, scale, pair=None, exponent=True, interpolate=False, dtype=torch.float64,
-                    pair_exponent=2, refuse_2=True, last_pair_always=False):
+                    pair_exponent=2, refuse_2=True, last_pair_always=False, pair_shift=0):
     if d < 4 and refuse_2:
         raise ValueError(f"NTK-aware scaling needs d >= 4, got d = {d}")
-    slowed = d // 2 - 1 if pair is None or last_pair_always else pair
+    slowed = (d // 2 - 1 if pair is None or last_pair_always else pair) + pair_shift
     if slowed < 1 and refuse_2:
         raise ValueError(f"pair 0 keeps its frequency: the slowed pair must be >= 1, got {slowed}")
     if interpolate:
@@ -224,10 +237,12 @@ def ntk_frequencies(d, base, scale, pair=None, exponent=True, interpolate=False,
     return (base ** (-pair_exponent * torch.arange(d // 2, dtype=torch.float64) / d)).to(dtype)
 
 
-def position_ids(attention_mask, start=0, ignore_padding=False):
+def position_ids(attention_mask, start=0, ignore_padding=False, from_right=False):
     if ignore_padding:
         columns = torch.arange(attention_mask.shape[1], device=attention_mask.device)
         return columns.expand(attention_mask.shape)
+    if from_right:
+        return attention_mask.flip(-1).cumsum(-1).flip(-1) - 1
     return attention_mask.cumsum(-1) - 1 + start
 
 
@@ -247,6 +262,8 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
      "(section 1, Deeper: a query with no key gets zeros, not NaN)"),
     ("masked_softmax", P(masked_softmax, detach=True), "carry no gradient back to the scores"),
     ("masked_softmax", P(masked_softmax, top_left=True), "the causal diagonal starts top left"),
+    ("masked_softmax", P(masked_softmax, zero_after=True), "the masked keys were zeroed after the softmax, "
+     "so the row no longer sums to 1"),
     ("masked_softmax", lambda scores, valid_lens=None, causal=False: masked_softmax(scores, valid_lens),
      "causal=True is ignored"),
     ("masked_softmax", lambda scores, valid_lens=None: masked_softmax(scores, valid_lens),
@@ -286,6 +303,10 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
     ("attention_flops", lambda n, d, cached=0: attention_flops(n, d, cached) + 4 * cached * d * d,
      "the cached keys and values were projected again"),
     ("attention_flops", lambda n, d: attention_flops(n, d), "cached=m must work too"),
+    ("attention_flops", P(attention_flops, products=1), "case n=16, d=64: expected 589,824, got 557,056 — "
+     "the core counts QKᵀ alone"),
+    ("attention_flops", P(attention_flops, cache_queries=True), "this core scores (m + n)² pairs, as if the "
+     "m cached positions asked again"),
     ("sinusoidal_encoding", P(sinusoidal_encoding, halves=True), "halves"),
     ("sinusoidal_encoding", P(sinusoidal_encoding, pair=1), "exponent is l/d"),
     ("sinusoidal_encoding", P(sinusoidal_encoding, swap=True), "swapped"),
@@ -329,9 +350,13 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
     ("t5_bucket", t5_reference, "case relative_position j − i for n=12, defaults: your function calls "
      "transformers' _relative_position_bucket, the reference it is checked against"),
     ("t5_bucket", mt5_reference, "calls transformers' _relative_position_bucket"),
+    ("t5_bucket", P(t5_bucket, rounded=True), "the log part was rounded to the nearest bucket"),
+    ("t5_bucket", P(t5_bucket, a0_quarter=True), "one-sided, a0 was taken as in the bidirectional split"),
     ("t5_bucket", P(t5_bucket, one_sided_abs=True), "case relative_position −300..300, bidirectional=False: "
      "at δ = +1: expected 0, got 1 — one-sided buckets were taken from |δ|"),
     ("skew", P(skew, pad=(0, 1)), "shifted by one"),
+    ("skew", P(skew, start=1), "the padded memory was read from entry 1"),
+    ("skew", P(skew_by_gather, sign=-1), "the offset's sign is flipped (i − j, query minus key)"),
     ("skew", P(skew, keep_first=True), "the first n_q numbers of the padded memory were kept"),
     ("skew", lambda r: r, "unskewed"),
     ("skew", skew_from_position_0, "case rel_logits (2, 7) (n_q < n_k): at query t = 0, key j = 0: expected"),
@@ -341,6 +366,11 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
      "with n_k given, rel_logits has n_k + n_q − 1 = 7 columns"),
     ("skew", lambda rel_logits, n_k=None: skew(rel_logits, n_k, keep_first=True), "the first n_q numbers"),
     ("ntk_frequencies", P(ntk_frequencies, exponent=False), "base·scale"),
+    ("ntk_frequencies", P(ntk_frequencies, pair_shift=1), "case d=8, base=10000, scale=4: at pair ℓ = 1: "
+     "expected"),
+    ("ntk_frequencies", P(ntk_frequencies, pair_shift=1), "this base slows pair ℓ* + 1 by exactly scale, one "
+     "pair too far"),
+    ("ntk_frequencies", P(ntk_frequencies, pair_shift=-1), "this base slows pair ℓ* − 1 by exactly scale"),
     ("ntk_frequencies", P(ntk_frequencies, pair_exponent=1), "at pair ℓ = 1: expected"),
     ("ntk_frequencies", P(ntk_frequencies, pair_exponent=1), "the exponent is ℓ/d; it is 2ℓ/d"),
     ("ntk_frequencies", P(ntk_frequencies, refuse_2=False),
@@ -352,6 +382,7 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
     ("ntk_frequencies", P(ntk_frequencies, dtype=torch.float32), "float32"),
     ("position_ids", P(position_ids, ignore_padding=True), "padding is ignored"),
     ("position_ids", P(position_ids, start=1), "starts at 1"),
+    ("position_ids", P(position_ids, from_right=True), "the positions count from the right"),
 ]
 
 
@@ -616,3 +647,20 @@ def test_the_chapters_own_cell_does_not_pass(capsys, name, fn, says):
     says what more is asked."""
     passed, line = line_of(capsys, name, fn)
     assert not passed and says in line, line
+
+
+GIVEAWAYS = [  # (exercise, what the exercise asks the reader to find, which no line of its check may print)
+    ("position_ids", "cumsum"), ("ntk_frequencies", "d/(2ℓ*)"), ("sinusoidal_encoding", "0.001"),
+    ("sinusoidal_encoding", "30,000"), ("masked_softmax", "is_causal")]
+
+
+@pytest.mark.parametrize("name, answer", GIVEAWAYS)
+def test_no_line_of_a_check_gives_the_answer_away(name, answer):
+    """The ✓ line, the named mistakes and the case notes point to the idea; the formula or the number
+    the exercise asks for is the reader's to find."""
+    exercise = EXERCISES[name]
+    notes = [case.note for case in exercise.cases(torch.Generator().manual_seed(0))]
+    texts = [exercise.against, exercise.covered, *exercise.mistakes, *notes]
+    for text in texts:
+        text = text(None) if callable(text) else text
+        assert answer not in text, text

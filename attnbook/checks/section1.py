@@ -4,10 +4,11 @@
   the queries being the last n_q of the n_k positions (a KV cache; torch's causal_lower_right), so the
   chapter's two cells no longer answer it; called as masked_softmax(scores, valid_lens) it is what it
   was. Mistakes: softmax over the queries; masked scores set to 0; −1e6 fill (an empty row comes out
-  uniform); key j = valid length kept (j ≤ len); valid_lens ignored; causal ignored; the causal
-  diagonal top-left (SDPA's is_causal, query t at position t); valid_lens (b, q) not handled (the
-  case's note). Its gradients are checked too, once the weights agree: −inf added to the scores and
-  the empty row's NaN replaced afterwards gives the right weights and NaN gradients.
+  uniform); key j = valid length kept (j ≤ len); masked keys zeroed after the softmax (not
+  renormalised); valid_lens ignored; causal ignored; the causal diagonal top-left (query t at position
+  t; the line does not say where SDPA's is_causal puts it, the exercise's question); valid_lens (b, q)
+  not handled (the case's note). Its gradients are checked too, once the weights agree: −inf added to
+  the scores and the empty row's NaN replaced afterwards gives the right weights and NaN gradients.
 * causal_mask: its contract grew (issue 29): `window=w` keeps only each query's last w keys, itself
   included (a sliding window, as Mistral's in transformers); causal_mask(n) is what it was. Mistakes:
   strict j < i; j ≤ i + 1; transposed (j ≥ i); inverted (True where blocked); the additive 0/−inf
@@ -228,12 +229,15 @@ EXERCISES = {
                 lambda s, v=None, causal=False: _masked(s, v, -1e6, causal=causal),
             "key j = valid length is kept too (j ≤ len); only keys j < len count":
                 lambda s, v=None, causal=False: _masked(s, v, -math.inf, inclusive=True, causal=causal),
+            "the masked keys were zeroed after the softmax, so the row no longer sums to 1: mask the scores, "
+            "then take the softmax":
+                lambda s, v=None, causal=False: s.softmax(-1).masked_fill(~_keep(s, v, causal=causal), 0.0),
             "valid_lens is ignored: keys at or past the valid length must get weight 0":
                 lambda s, v=None, causal=False: _masked(s, None, -math.inf, causal=causal),
             "causal=True is ignored: keys after each query's position must get weight 0 too":
                 lambda s, v=None, causal=False: _masked(s, v, -math.inf),
-            "the causal diagonal starts top left (query t at position t, as SDPA's is_causal); the queries "
-            "are the last n_q positions, query t at n_k − n_q + t (torch's causal_lower_right)":
+            "the causal diagonal starts top left (query t at position t); with n_q < n_k the queries are "
+            "the last n_q of the n_k positions, after the cached ones":
                 lambda s, v=None, causal=False: _masked(s, v, -math.inf, causal=causal, corner="upper_left")},
         also=_masked_softmax_gradients),
     "causal_mask": Exercise(

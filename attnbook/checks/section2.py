@@ -3,8 +3,9 @@
 * attention_flops: its contract grew (issue 29): `cached=m` counts a forward pass over n new tokens
   whose m earlier keys and values are kept (a KV cache), which the chapter does not count;
   attention_flops(n, d) is what it was. Mistakes: projections forgotten (4n²d); multiply-add counted 1
-  (half); three projections; projections forgotten and multiply-add counted 1 (2n²d); the cached keys
-  left out of the scores; the cache projected again; the whole sequence recomputed.
+  (half); three projections; projections forgotten and multiply-add counted 1 (2n²d); QKᵀ alone in the
+  core (the weights times V forgotten); the cached keys left out of the scores; an (m + n)² core (the
+  cached positions scored again as queries); the cache projected again; the whole sequence recomputed.
 """
 import torch
 
@@ -34,12 +35,12 @@ def _flops_cases(g):
                               (1, 4096, 8191, " (the 8192nd token)")]]
 
 
-def _counted(n, d, m=0, projected=None, scored=None, queries=None, per_multiply_add=2):
+def _counted(n, d, m=0, projected=None, scored=None, queries=None, per_multiply_add=2, products=2):
     """2 · (projections + scores + weighted values) with what each counts chosen (for mistakes)."""
     projected = 4 * n if projected is None else projected  # rows through a d×d projection
     queries = n if queries is None else queries
     scored = n + m if scored is None else scored            # keys each query scores
-    return per_multiply_add * (projected * d * d + 2 * queries * scored * d)
+    return per_multiply_add * (projected * d * d + products * queries * scored * d)
 
 
 EXERCISES = {
@@ -58,6 +59,11 @@ EXERCISES = {
                 lambda n, d, cached=0: _counted(n, d, cached, projected=0, per_multiply_add=1),
             "the cached keys are left out: each new query scores all m + n keys, the cached ones too":
                 lambda n, d, cached=0: _counted(n, d, cached, scored=n),
+            "the core counts QKᵀ alone; the weights times V is a second product of the same size":
+                lambda n, d, cached=0: _counted(n, d, cached, products=1),
+            "this core scores (m + n)² pairs, as if the m cached positions asked again; only the n new "
+            "queries score, each against every key":
+                lambda n, d, cached=0: _counted(n, d, cached, queries=n + cached),
             "the cached keys and values were projected again; the cache keeps them projected, so only the n "
             "new tokens go through W_q, W_k, W_v and W_o":
                 lambda n, d, cached=0: _counted(n, d, cached, projected=4 * n + 2 * cached),

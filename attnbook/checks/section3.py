@@ -77,8 +77,8 @@ def _far(positions, d):
     return note
 
 
-FLOAT32_ANGLES = ("the angles i·ω_ℓ were computed in float32, which keeps 24 significant bits: an angle near "
-                  "30,000 rad is off by up to 0.001; compute them in float64, then return float32")
+FLOAT32_ANGLES = ("the angles i·ω_ℓ were computed in float32, which keeps 24 significant bits: far from 0 an "
+                  "angle loses its last digits; compute them in float64, then return float32")
 
 
 def _over_even(d, odd_d):

@@ -5,14 +5,16 @@
   value; the causal version (−∞ above the diagonal); slopes sorted steepest first. Reported by head
   g = 1..h and positions (i, j).
 * t5_bucket: i − j (sign); bidirectional mixed up; one-sided buckets from |δ| (a future key in a
-  bucket of its own); no clamp at the last bucket. Reported by offset δ. An answer that calls
+  bucket of its own); no clamp at the last bucket; the log part rounded to nearest (not down);
+  one-sided a0 = B/4 (the bidirectional split's). Reported by offset δ. An answer that calls
   transformers' _relative_position_bucket (T5's or a copy in another model) is told so in one line.
 * skew: its contract changed twice (issue 29): the queries are the *last* n_q of n_k positions, so the
   chapter's square skew (n_q = n_k) is one case of it; and with `n_k` given it is the two-way skew of
   such queries, (..., n_q, n_k + n_q − 1) → (..., n_q, n_k), every entry defined, of which the chapter's
   skew_full is the case n_q = n_k. skew(rel_logits) is what it was. Mistakes: the queries put at
   0..n_q − 1; pad on the wrong side (shifted by one); the first n_q entries of the padded memory kept
-  (off by one row); offsets read in reverse; not skewed at all.
+  (off by one row); the padded memory read from entry 1; offsets read in reverse (column −δ); the
+  offset's sign flipped (i − j); not skewed at all.
   Reported by query t and key j.
 """
 import math
@@ -73,18 +75,19 @@ def _t5_bucket(relative_position, bidirectional=True, num_buckets=32, max_distan
 
 
 def _t5_written_out(relative_position, bidirectional=True, num_buckets=32, max_distance=128,
-                    clamp=True, one_sided_distance=None):
-    """T5's bucketing written out (for mistakes): without the clamp at the last bucket, or with the
-    one-sided distance computed another way."""
+                    clamp=True, one_sided_distance=None, rounding=None, one_sided_exact=None):
+    """T5's bucketing written out (for mistakes): without the clamp at the last bucket, with the
+    one-sided distance computed another way, the log part rounded another way, or another number of
+    exact buckets on the one-sided side."""
     half = num_buckets // 2 if bidirectional else num_buckets
-    exact = half // 2
+    exact = half // 2 if bidirectional or one_sided_exact is None else one_sided_exact(num_buckets)
     side = (relative_position > 0).long() * half if bidirectional else 0
     if bidirectional:
         distance = relative_position.abs()
     else:
         distance = (one_sided_distance or (lambda r: (-r).clamp(min=0)))(relative_position)
     log_ratio = torch.log(distance.float().clamp(min=1) / exact) / math.log(max_distance / exact)
-    far = exact + (log_ratio * (half - exact)).long()
+    far = exact + (rounding or torch.floor)(log_ratio * (half - exact)).long()
     return side + torch.where(distance < exact, distance, far.clamp(max=half - 1) if clamp else far)
 
 
@@ -108,13 +111,13 @@ def _offset(case, at):
 
 
 # ----------------------------------------------------------------------------------- skew
-def _columns(n_q, width, n_k=None, reverse=False):
+def _columns(n_q, width, n_k=None, reverse=False, sign=1):
     """Column of rel_logits (`width` columns) that entry (t, j) reads: offset δ = j − p with p = n_k − n_q + t
     the query's position; column r holds δ = r − (n_k − 1). Without n_k (width = n_k) future keys
     (j > p) are clamped and not checked."""
     n_k = width if n_k is None else n_k
     t, j = torch.arange(n_q)[:, None], torch.arange(n_k)
-    delta = j - (n_k - n_q + t)
+    delta = sign * (j - (n_k - n_q + t))
     return (-delta if reverse else delta + n_k - 1).clamp(0, width - 1)
 
 
@@ -210,6 +213,13 @@ EXERCISES = {
             "with bidirectional=False every δ > 0 goes to bucket 0 (distance max(−δ, 0))":
                 lambda r, bidirectional=True, **kw: _t5_written_out(r, bidirectional, **kw,
                                                                     one_sided_distance=torch.abs),
+            "the log part was rounded to the nearest bucket; T5 rounds it down":
+                lambda r, bidirectional=True, **kw: _t5_written_out(r, bidirectional, **kw,
+                                                                    rounding=torch.round),
+            "one-sided, a0 was taken as in the bidirectional split (B/4); one-sided there is one side, with "
+            "all B buckets, and a0 is half of them":
+                lambda r, bidirectional=True, **kw: _t5_written_out(r, bidirectional, **kw,
+                                                                    one_sided_exact=lambda b: b // 4),
             "distances at or beyond max_distance are not clamped to the last bucket of their side":
                 lambda r, bidirectional=True, **kw: _t5_written_out(r, bidirectional, **kw, clamp=False)},
         where=_offset, forbidden=("_relative_position_bucket", "transformers' _relative_position_bucket")),
@@ -227,6 +237,11 @@ EXERCISES = {
                 lambda r, n_k=None: _pad_skew(r, n_k, drop=0),
             "the offsets are read in reverse (column −δ); column r holds offset δ = r − (n_k − 1)":
                 lambda r, n_k=None: _gathered(r, _columns(*r.shape[-2:], n_k, reverse=True)),
+            "the padded memory was read from entry 1, not from where the first query's row begins":
+                lambda r, n_k=None: _pad_skew(r, n_k, drop=1),
+            "the offset's sign is flipped (i − j, query minus key); the columns hold δ = j − i, key minus "
+            "query":
+                lambda r, n_k=None: _gathered(r, _columns(*r.shape[-2:], n_k, sign=-1)),
             "rel_logits came back unskewed":
                 lambda r, n_k=None: r[..., :r.shape[-1] if n_k is None else n_k].clone()},
         checked=_up_to_own_position,

@@ -8,7 +8,8 @@
   frequencies 10000^(−l/d_h); positions ignored (arange(n)); rotation the wrong way; (b, n) positions
   broadcast against the heads axis; every sequence given the first row's positions; the angles, or
   the frequencies alone, rounded to x's dtype. An odd d_h must raise a ValueError (no half-split pairs).
-* position_ids: padding ignored (arange); starts at 1.
+* position_ids: padding ignored (arange); starts at 1; counted from the right (the last token 0).
+  The lines name the mistake, not the one-line answer.
 """
 from functools import lru_cache
 
@@ -150,11 +151,14 @@ EXERCISES = {
                 lambda x, p: _rope(x, p[0] if p.dim() == 2 else p)}),
     "position_ids": Exercise(
         _position_ids_cases, _position_ids,
-        "transformers' generate() position ids (cumsum − 1) on the real tokens",
+        "transformers' generate() position ids on the real tokens",
         "left padding of 0..3, no padding, n = 1; the padded entries are not checked", {
             "the padding is ignored (arange(n)): count from each row's first real token":
                 lambda m: torch.arange(m.shape[-1]).expand(m.shape),
-            "this starts at 1: the first real token has position 0 (cumsum − 1)":
-                lambda m: m.cumsum(-1)},
+            "this starts at 1: the first real token has position 0":
+                lambda m: m.cumsum(-1),
+            "the positions count from the right (the last token got 0); they count from each row's first "
+            "real token":
+                lambda m: m.flip(-1).cumsum(-1).flip(-1) - 1},
         checked=lambda m: m == 1),
 }

@@ -2,10 +2,12 @@
 
 * ntk_frequencies: its contract grew (issue 29): `pair=ℓ*` chooses the pair the new base slows by
   exactly `scale` while pair 0 keeps its frequency (the chapter's rule is ℓ* = d/2 − 1, the default:
-  base' = base·scale^(d/(2ℓ*))); ntk_frequencies(d, base, scale) is what it was. Mistakes: base·scale
+  base' = base·scale^(d/(2ℓ*))); ntk_frequencies(d, base, scale) is what it was. Mistakes, first the
+  pair off by one (ℓ* + 1, which at the default pair is base·scale, and ℓ* − 1); base·scale
   (exponent missing); the last pair's exponent d/(d − 2) whatever the pair; the exponent l/d instead
   of 2l/d; position interpolation (ω/scale); scale ignored; float32 result; float32 arithmetic cast
-  to float64. Reported by pair ℓ. d = 2 (no pair but pair 0) and pair = 0 must raise a ValueError.
+  to float64. Reported by pair ℓ. No line gives the base for pair ℓ*, which the exercise asks to
+  derive. d = 2 (no pair but pair 0) and pair = 0 must raise a ValueError.
 """
 import torch
 
@@ -17,9 +19,14 @@ def _ntk_frequencies(d, base, scale, pair=None, dtype=torch.float64, pair_expone
     # at the default pair: transformers' dynamic NTK at factor 1 and seq_len = scale · max_positions,
     # whose base is this one (tests/test_check.py checks they agree); transformers computes in float32,
     # the contract float64. Another pair ℓ*: the base that slows it by exactly scale, base·scale^(d/(2ℓ*)).
-    slowed = d // 2 - 1 if pair is None else pair
+    slowed = _slowed(d, pair)
     scaled = base * scale ** (d / (2 * slowed))
     return (scaled ** (-pair_exponent * torch.arange(d // 2, dtype=torch.float64) / d)).to(dtype)
+
+
+def _slowed(d, pair):
+    """The pair slowed by exactly scale: ℓ*, by default the last one, d/2 − 1."""
+    return d // 2 - 1 if pair is None else pair
 
 
 def _ntk_cases(g):
@@ -43,9 +50,14 @@ EXERCISES = {
         "NTK-aware frequencies (base raised to base·scale^(d/(d−2))), pair by pair in float64, and "
         "for another pair ℓ* the base that slows it by exactly scale",
         "d 4..128, base 10⁴ and 5·10⁵, scale 1..16, pair ℓ* 1..d/2 − 1; d = 2 and pair 0 refused", {
-            "this is base·scale: the exponent d/(d−2) is missing (base' = base·scale^(d/(d−2)))":
+            "this base slows pair ℓ* + 1 by exactly scale, one pair too far (at the default ℓ* = d/2 − 1 "
+            "there is no pair d/2: this is base·scale)":
+                lambda d, b, s, pair=None: _ntk_frequencies(d, b, s, _slowed(d, pair) + 1),
+            "this base slows pair ℓ* − 1 by exactly scale, one pair short of ℓ*":
+                lambda d, b, s, pair=None: _ntk_frequencies(d, b, s, _slowed(d, pair) - 1),
+            "this is base·scale: it slows the last pair by only scale^((d−2)/d); raise the base further":
                 lambda d, b, s, pair=None: _ntk_frequencies(d, b * s, 1),
-            "this base slows the last pair, whatever pair= says: pair ℓ* needs base' = base·s^(d/(2ℓ*))":
+            "this base slows the last pair, whatever pair= says; slow pair ℓ* by exactly scale instead":
                 lambda d, b, s, pair=None: _ntk_frequencies(d, b, s),
             "the exponent is ℓ/d; it is 2ℓ/d (ω_ℓ = base'^(−2ℓ/d), ℓ = 0..d/2 − 1)":
                 lambda d, b, s, pair=None: _ntk_frequencies(d, b, s, pair, pair_exponent=1),
