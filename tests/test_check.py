@@ -210,6 +210,14 @@ def mt5_reference(relative_position, bidirectional=True, num_buckets=32, max_dis
     return MT5Attention._relative_position_bucket(relative_position, bidirectional, num_buckets, max_distance)
 
 
+def bloom_slopes_alibi(n, h):  # the slopes taken from the reference, BLOOM's build_alibi_tensor
+    from transformers.models.bloom.modeling_bloom import build_alibi_tensor
+
+    slopes = build_alibi_tensor(torch.ones(1, 2, dtype=torch.long), h, torch.float32)[:, 0, 1]
+    i = torch.arange(n)
+    return -slopes[:, None, None] * (i[:, None] - i[None, :]).abs()
+
+
 def skew_by_gather(rel_logits, sign=1):  # sign=-1: the column of offset i − j, not j − i
     n_q, n_k = rel_logits.shape[-2:]
     i, j = torch.arange(n_k - n_q, n_k)[:, None], torch.arange(n_k)
@@ -350,6 +358,7 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
     ("t5_bucket", t5_reference, "case relative_position j − i for n=12, defaults: your function calls "
      "transformers' _relative_position_bucket, the reference it is checked against"),
     ("t5_bucket", mt5_reference, "calls transformers' _relative_position_bucket"),
+    ("alibi_bias", bloom_slopes_alibi, "case n=5, h=4: your function calls transformers' build_alibi_tensor"),
     ("t5_bucket", P(t5_bucket, rounded=True), "the log part was rounded to the nearest bucket"),
     ("t5_bucket", P(t5_bucket, a0_quarter=True), "one-sided, a0 was taken as in the bidirectional split"),
     ("t5_bucket", P(t5_bucket, one_sided_abs=True), "case relative_position −300..300, bidirectional=False: "

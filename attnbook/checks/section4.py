@@ -3,7 +3,8 @@
 * alibi_bias: sign flipped; the powers-of-two-only slopes 2^(−8g/h); the other half of the
   interleaved slopes (m₂, m₄, … of the 2^(a+1)-head sequence); heads in reverse order; no absolute
   value; the causal version (−∞ above the diagonal); slopes sorted steepest first. Reported by head
-  g = 1..h and positions (i, j).
+  g = 1..h and positions (i, j). An answer that takes its slopes (or its bias) from transformers'
+  build_alibi_tensor, the reference, is told so in one line, as t5_bucket's is.
 * t5_bucket: i − j (sign); bidirectional mixed up; one-sided buckets from |δ| (a future key in a
   bucket of its own); no clamp at the last bucket; the log part rounded to nearest (not down);
   one-sided a0 = B/4 (the bidirectional split's). Reported by offset δ. An answer that calls
@@ -201,7 +202,8 @@ EXERCISES = {
             "the slopes are sorted steepest first; Press et al. (and transformers) put the "
             "2^⌊log₂ h⌋ geometric ones first":
                 lambda n, h: _alibi_from(_alibi_slopes(h).sort(descending=True).values, n)},
-        where=_head_and_positions),
+        where=_head_and_positions,
+        forbidden=("build_alibi_tensor", "transformers' build_alibi_tensor (BLOOM's ALiBi)")),
     "t5_bucket": Exercise(
         _t5_cases, _t5_bucket, "transformers' T5Attention._relative_position_bucket",
         "δ −300..300, bidirectional and not, other bucket counts and distances", {
