@@ -29,7 +29,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 # ----------------------------------------------------------------------------------- answers
 def masked_softmax(scores, valid_lens=None, causal=False, fill=-math.inf, dim=-1, inclusive=False,
-                   per_query=True, additive=False, detach=False, top_left=False, zero_after=False):
+                   per_query=True, additive=False, detach=False, top_left=False, zero_after=False,
+                   head_axes=True):
     n_q, n_k = scores.shape[-2:]
     keep = torch.ones(n_q, n_k, dtype=torch.bool, device=scores.device)
     if causal:  # query t sits at position n_k - n_q + t (top_left: at t, as SDPA's is_causal)
@@ -40,6 +41,8 @@ def masked_softmax(scores, valid_lens=None, causal=False, fill=-math.inf, dim=-1
         valid_lens = torch.full(scores.shape[:1], n_k, device=scores.device)
     if valid_lens.dim() == 1 or not per_query:  # without per_query, (b, q) lengths break the broadcast
         valid_lens = valid_lens[:, None]
+    if head_axes:  # (b, 1, ..., n_q or 1): a 1 for each axis (heads) between the batch and the queries
+        valid_lens = valid_lens.reshape(valid_lens.shape[0], *[1] * (scores.dim() - 3), valid_lens.shape[1])
     keys = torch.arange(n_k, device=scores.device)
     keep = keep & (keys <= valid_lens[..., None] if inclusive else keys < valid_lens[..., None])
     if zero_after:  # the softmax over every key, then the masked ones zeroed: rows no longer sum to 1
@@ -58,6 +61,7 @@ def masked_softmax_unmasked_empty_rows(scores, valid_lens=None, causal=False):
     if valid_lens is None:
         valid_lens = torch.full(scores.shape[:1], n_k, device=scores.device)
     lens = valid_lens[:, None] if valid_lens.dim() == 1 else valid_lens
+    lens = lens.reshape(lens.shape[0], *[1] * (scores.dim() - 3), lens.shape[1])  # every head of sequence b
     keep = torch.arange(n_k, device=scores.device) < lens[..., None]
     if causal:
         keep = keep & torch.ones(n_q, n_k, dtype=torch.bool, device=scores.device).tril(n_k - n_q)
@@ -117,8 +121,10 @@ def per_column_frequency(n, d):
 
 
 def rope(x, positions, interleaved=False, ignore_positions=False, direction=1, pair=2, odd_refused=True,
-         head_axis=True, angles_in=None, float32_out=False):
+         head_axis=True, angles_in=None, float32_out=False, whole=False):
     d = x.shape[-1]
+    if whole:  # positions cut to whole numbers, as a cos/sin table read at each position would need
+        positions = positions.long()
     if d % 2 and odd_refused:
         raise ValueError(f"RoPE rotates pairs: d_h = {d} must be even")
     if ignore_positions:
@@ -136,6 +142,22 @@ def rope(x, positions, interleaved=False, ignore_positions=False, direction=1, p
         return torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1).flatten(-2).to(out_dtype)
     x1, x2 = x[..., :d // 2], x[..., d // 2:]
     return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1).to(out_dtype)
+
+
+def rope_from_table(x, positions, longest=70000):
+    """cos and sin tabled once per whole position, then read at each position (older models did so)."""
+    d = x.shape[-1]
+    if d % 2:
+        raise ValueError(f"RoPE rotates pairs: d_h = {d} must be even")
+    start = int(positions.min().clamp(max=0))  # negative positions: the table starts there
+    angles = torch.arange(start, longest, device=x.device)[:, None].float() * 10000 ** (
+        -2 * torch.arange(d // 2, device=x.device) / d)
+    theta = angles[positions - start]
+    if positions.dim() == 2:
+        theta = theta.reshape(theta.shape[0], *[1] * (x.dim() - 3), *theta.shape[1:])
+    cos, sin = theta.cos().to(x.dtype), theta.sin().to(x.dtype)
+    x1, x2 = x[..., :d // 2], x[..., d // 2:]
+    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1)
 
 
 def press_slopes(h):
@@ -269,6 +291,11 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
      "−inf added to the scores with the empty row's NaN replaced afterwards: right weights, NaN gradients "
      "(section 1, Deeper: a query with no key gets zeros, not NaN)"),
     ("masked_softmax", P(masked_softmax, detach=True), "carry no gradient back to the scores"),
+    ("masked_softmax", P(masked_softmax, head_axes=False), "case scores (2, 2, 3, 5) (b, heads, n_q, n_k), "
+     "valid_lens [1, 4]: at [0, 1, 0, 0] expected 1, got 0.0396237 — valid_lens was laid out as for (b, n_q, "
+     "n_k)"),
+    ("masked_softmax", P(masked_softmax, head_axes=False), "valid_lens was laid out as for (b, n_q, n_k), so "
+     "the batch axis met the heads axis"),
     ("masked_softmax", P(masked_softmax, top_left=True), "the causal diagonal starts top left"),
     ("masked_softmax", P(masked_softmax, zero_after=True), "the masked keys were zeroed after the softmax, "
      "so the row no longer sums to 1"),
@@ -296,10 +323,10 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
     ("attention", P(attention, scale=lambda q, v: math.sqrt(q.shape[-2])), "divided by √n_q"),
     ("attention", P(attention, scale=lambda q, v: 1 / math.sqrt(q.shape[-1])), "multiplied by √d_h"),
     ("attention", P(attention, tiled=True), "case q (2, 4, 3, 8), k and v with h_kv=2 of h=4 heads, n_k=5, "
-     "d_v=6, no mask: at head 1, query 0, column 0: expected -0.378167, got 0.0605004 — the key/value heads "
-     "were tiled (k.repeat): query head g read head g mod h_kv"),
+     "d_v=6, no mask: at head g = 2, query 0, column 0: expected -0.378167, got 0.0605004 — the key/value "
+     "heads were tiled (k.repeat): query heads read 1, 2, …, h_kv, 1, 2, …"),
     ("attention", lambda q, k, v, mask=None: attention(q, k[..., :1, :, :], v[..., :1, :, :], mask)
-     if q.dim() > 3 else attention(q, k, v, mask), "every query head read key/value head 0"),
+     if q.dim() > 3 else attention(q, k, v, mask), "every query head read the first key/value head"),
     ("attention_flops", P(attention_flops, projections=0), "projections (8nd²) are missing"),
     ("attention_flops", P(attention_flops, per_multiply_add=1), "counts 2 FLOPs"),
     ("attention_flops", P(attention_flops, projections=3), "three projections"),
@@ -344,6 +371,12 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
      "0.359375, got 1.10938 — the angles position·ω were computed in x's dtype: bfloat16 keeps 8"),
     ("rope", P(rope, float32_out=True), "returned float32, expected bfloat16 — x in bfloat16 must work too: "
      "return bfloat16, with the angles position·ω computed in float32"),
+    ("rope", P(rope, whole=True), "case x (2, 5, 8), positions (n,) [0.0, 0.25, 0.5, 0.75, 1.0] (fractional, "
+     "as position interpolation makes them): at [0, 1, 0] expected"),
+    ("rope", P(rope, whole=True), "the positions were cut to whole numbers (.long(), or a cos/sin table read "
+     "at each position): position interpolation gives fractional ones"),
+    ("rope", rope_from_table, "your function raises IndexError"),
+    ("rope", rope_from_table, "float positions must work too: the angle is position·ω"),
     ("rope", P(rope, odd_refused=False), "d_h = 5 is odd, so coordinate l has no partner l + d_h/2: raise a "
      "ValueError"),
     ("alibi_bias", P(alibi_bias, sign=1), "sign is flipped"),

@@ -1,13 +1,16 @@
 """Section 1's exercises (self-attention) and the mistakes each names.
 
-* masked_softmax: its contract grew (issue 29): `causal=True` also hides the keys after each query,
+* masked_softmax: its contract grew (issue 29): scores may be (b, ..., n_q, n_k), axes (heads) between the
+  batch and the queries, sequence b's valid_lens holding for all of them (the chapter's key_mask makes
+  (b, n_q, n_k) only); and `causal=True` also hides the keys after each query,
   the queries being the last n_q of the n_k positions (a KV cache; torch's causal_lower_right), so the
   chapter's two cells no longer answer it; called as masked_softmax(scores, valid_lens) it is what it
   was. Mistakes: softmax over the queries; masked scores set to 0; −1e6 fill (an empty row comes out
   uniform); key j = valid length kept (j ≤ len); masked keys zeroed after the softmax (not
   renormalised); valid_lens ignored; causal ignored; the causal diagonal top-left (query t at position
   t; the line does not say where SDPA's is_causal puts it, the exercise's question); valid_lens (b, q)
-  not handled (the case's note). Its gradients are checked too, once the weights agree: −inf added to
+  not handled (the case's note); valid_lens laid out as for (b, n_q, n_k), so the batch axis meets the
+  heads axis (silent when b = h). Its gradients are checked too, once the weights agree: −inf added to
   the scores and the empty row's NaN replaced afterwards gives the right weights and NaN gradients.
 * causal_mask: its contract grew (issue 29): `window=w` keeps only each query's last w keys, itself
   included (a sliding window, as Mistral's in transformers); causal_mask(n) is what it was. Mistakes:
@@ -15,13 +18,13 @@
   float mask instead of bool; a window of w + 1 or w − 1 keys; the window ignored; the window on both
   sides.
 * attention: its contract grew (issue 29): dim −3 holds the heads, and k, v may have fewer of them than
-  q (grouped-query attention, h_kv dividing h: key/value head j serves query heads j·h/h_kv ..
-  (j + 1)·h/h_kv − 1, as transformers' repeat_kv and SDPA's enable_gqa), with any leading dimensions
+  q (grouped-query attention, h_kv dividing h: query head g = 1..h reads key/value head ⌈g·h_kv/h⌉,
+  as transformers' repeat_kv and SDPA's enable_gqa), with any leading dimensions
   and a mask broadcast to (..., h, n_q, n_k), so the chapter's attend no longer answers it;
-  attention(q, k, v) on (b, n, d_h) is what it was. Mistakes: the key/value heads tiled (query head g
-  reads g mod h_kv); key/value head 0 for every query head; softmax over the queries; no scaling;
+  attention(q, k, v) on (b, n, d_h) is what it was. Mistakes: the key/value heads tiled (query heads
+  read 1, 2, …, h_kv, 1, 2, …); the first key/value head for every query head; softmax over the queries; no scaling;
   divided by d_h; divided by √d_v; divided by √n_k or √n_q (the lengths); multiplied by √d_h; mask read
-  the other way; mask ignored. Reported by head, query and output column.
+  the other way; mask ignored. Reported by head g = 1..h, query and output column.
 """
 import math
 
@@ -33,12 +36,16 @@ from attnbook.checks.machinery import LOOSE, TOLERANCE, Case, Exercise, differs,
 
 
 # ----------------------------------------------------------------------------------- masked_softmax
-def _keep(scores, valid_lens, inclusive=False, causal=False, corner="lower_right"):
+def _keep(scores, valid_lens, inclusive=False, causal=False, corner="lower_right", head_axes=True):
     """True where query t may see key j: j < its valid length (j ≤ with inclusive), and with causal j at
-    or before the query's position (torch's causal_lower_right: the queries are the last n_q keys)."""
+    or before the query's position (torch's causal_lower_right: the queries are the last n_q keys).
+    scores (b, ..., n_q, n_k): sequence b's lengths hold for every head between (head_axes=False, the
+    mistake: laid out as for (b, n_q, n_k), so b meets the heads axis)."""
     keep = torch.ones(scores.shape, dtype=torch.bool, device=scores.device)
     if valid_lens is not None:
         lens = valid_lens[..., None] if valid_lens.dim() == 2 else valid_lens[:, None, None]
+        if head_axes:  # (b, 1, ..., n_q or 1, 1): a 1 for each axis between the batch and the queries
+            lens = lens.reshape(lens.shape[0], *[1] * (scores.dim() - 3), *lens.shape[1:])
         keys = torch.arange(scores.shape[-1], device=scores.device)
         keep = keep & (keys <= lens if inclusive else keys < lens)
     if causal:
@@ -47,11 +54,12 @@ def _keep(scores, valid_lens, inclusive=False, causal=False, corner="lower_right
     return keep
 
 
-def _masked(scores, valid_lens, fill, dim=-1, inclusive=False, causal=False, corner="lower_right"):
+def _masked(scores, valid_lens, fill, dim=-1, inclusive=False, causal=False, corner="lower_right",
+            head_axes=True):
     """Keys j < valid length kept (j ≤ with inclusive), the rest set to `fill`, softmax over `dim`."""
     if valid_lens is None and not causal:
         return scores.softmax(dim)
-    keep = _keep(scores, valid_lens, inclusive, causal, corner)
+    keep = _keep(scores, valid_lens, inclusive, causal, corner, head_axes)
     return scores.masked_fill(~keep, fill).softmax(dim).nan_to_num(0.0)
 
 
@@ -123,6 +131,13 @@ def _masked_softmax_cases(g):
                           {"causal": True}, note=(
                               "causal=True must work too: query t sits at position n_k − n_q + t and sees "
                               "the keys j ≤ n_k − n_q + t, within its valid length")))
+    heads = [((2, 2, 3, 5), [1, 4], False), ((2, 2, 3, 4), [[0, 2, 4], [1, 3, 3]], False),
+             ((2, 2, 2, 6), [0, 5], True), ((1, 3, 2, 2, 4), [[1, 3]], True)]
+    for shape, valid, hide_later in heads:  # b = h: laid out as for (b, n_q, n_k), b meets the heads axis
+        cases.append(Case(f"scores {shape} (b, heads, n_q, n_k), valid_lens {valid}{', causal' * hide_later}",
+                          (2 * randn(g, *shape), torch.tensor(valid)), {"causal": True} if hide_later else {},
+                          note="scores may have axes between the batch and the queries (heads): sequence b's "
+                               "valid_lens hold for every one of its heads"))
     return cases
 
 
@@ -203,13 +218,13 @@ def _attention_cases(g):
         Case(f"q {(*lead, h, n_q, d_h)}, k and v with h_kv={h_kv} of h={h} heads, n_k={n_k}, d_v={d_v}, "
              f"{what}",
              (*qkv(lead, h, h_kv, n_q, n_k, d_h, d_v), mask),
-             note="k and v may have fewer heads than q (dim −3): key/value head j serves query heads "
-                  "j·h/h_kv .. (j + 1)·h/h_kv − 1")
+             note="k and v may have fewer heads than q (dim −3): each key/value head serves h/h_kv "
+                  "consecutive query heads, query head g = 1..h reading key/value head ⌈g·h_kv/h⌉")
         for lead, h, h_kv, n_q, n_k, d_h, d_v, mask, what in grouped]
 
 
 def _head_query_column(case, at):
-    head = f"head {at[-3]}, " if case.args[0].dim() > 3 else f"sequence {at[-3]}, "
+    head = f"head g = {at[-3] + 1}, " if case.args[0].dim() > 3 else f"sequence {at[-3]}, "
     return f"at {head}query {at[-2]}, column {at[-1]}:"
 
 
@@ -218,8 +233,8 @@ EXERCISES = {
         _masked_softmax_cases, _masked_softmax,
         "softmax over each row's valid keys (causal: torch's causal_lower_right too), an empty row all "
         "zeros (softmax with the masked keys at −inf gives NaN there), and their gradients (finite, 0 on an "
-        "empty row)", "valid_lens None, (b,) and (b, q), valid length 0, lengths beyond k, causal with "
-        "n_q = n_k and n_q < n_k",
+        "empty row)", "valid_lens None, (b,) and (b, q), valid length 0, lengths beyond k, head axes, causal "
+        "with n_q = n_k and n_q < n_k",
         {
             "the softmax runs over the queries (dim −2); it must run over the keys (dim −1)":
                 lambda s, v=None, causal=False: _masked(s, v, -math.inf, dim=-2, causal=causal),
@@ -234,6 +249,9 @@ EXERCISES = {
                 lambda s, v=None, causal=False: s.softmax(-1).masked_fill(~_keep(s, v, causal=causal), 0.0),
             "valid_lens is ignored: keys at or past the valid length must get weight 0":
                 lambda s, v=None, causal=False: _masked(s, None, -math.inf, causal=causal),
+            "valid_lens was laid out as for (b, n_q, n_k), so the batch axis met the heads axis: give it a "
+            "1 for each axis between the batch and the queries":
+                lambda s, v=None, causal=False: _masked(s, v, -math.inf, causal=causal, head_axes=False),
             "causal=True is ignored: keys after each query's position must get weight 0 too":
                 lambda s, v=None, causal=False: _masked(s, v, -math.inf),
             "the causal diagonal starts top left (query t at position t); with n_q < n_k the queries are "
@@ -267,13 +285,13 @@ EXERCISES = {
     "attention": Exercise(
         _attention_cases, _attention,
         "F.scaled_dot_product_attention with the boolean mask as attn_mask and enable_gqa=True (key/value "
-        "head j serving query heads j·h/h_kv .. (j + 1)·h/h_kv − 1), output by output",
+        "head ⌈g·h_kv/h⌉ serving query head g = 1..h), output by output",
         "(b, n, d_h) and grouped heads h_kv = 1..3 of h = 4..8, leading dims, n_q ≠ n_k, d_v ≠ d_h, no mask, "
         "padding, causal, random and per-head masks, n = 1, d_h = 1", {
-            "the key/value heads were tiled (k.repeat): query head g read head g mod h_kv; it reads the head "
-            "of its group, g // (h/h_kv) (repeat_interleave, as transformers' repeat_kv)":
+            "the key/value heads were tiled (k.repeat): query heads read 1, 2, …, h_kv, 1, 2, …; query head g "
+            "reads the head of its group, ⌈g·h_kv/h⌉ (repeat_interleave, as transformers' repeat_kv)":
                 lambda q, k, v, m=None: _attention_as(q, k, v, m, heads="tile"),
-            "every query head read key/value head 0; query head g reads head g // (h/h_kv)":
+            "every query head read the first key/value head; query head g reads head ⌈g·h_kv/h⌉":
                 lambda q, k, v, m=None: _attention_as(q, k, v, m, heads="first"),
             "the softmax runs over the queries (dim −2); it must run over the keys (dim −1)":
                 lambda q, k, v, m=None: _attention_as(q, k, v, m, dim=-2),

@@ -8,6 +8,9 @@
   frequencies 10000^(−l/d_h); positions ignored (arange(n)); rotation the wrong way; (b, n) positions
   broadcast against the heads axis; every sequence given the first row's positions; the angles, or
   the frequencies alone, rounded to x's dtype. An odd d_h must raise a ValueError (no half-split pairs).
+  A third time: positions may be fractional floats (position interpolation divides them by s, section 6),
+  which a cos/sin table read at each position, the way older models cached RoPE, cannot serve; mistake:
+  positions cut to whole numbers.
 * position_ids: padding ignored (arange); starts at 1; counted from the right (the last token 0).
   The lines name the mistake, not the one-line answer.
 """
@@ -99,6 +102,13 @@ def _rope_cases(g):
                           (randn(g, *shape).to(dtype), torch.tensor(positions)),
                           note=f"x in {name} must work too: return {name}, with the angles position·ω "
                                "computed in float32, then cos and sin cast to x's dtype"))
+    fractional = [((2, 5, 8), [0.0, 0.25, 0.5, 0.75, 1.0], "(n,)"),
+                  ((2, 3, 4, 16), [[0.0, 0.0, 0.5, 1.0], [10.5, 11.0, 11.5, 12.0]], "(b, n)")]
+    for shape, positions, what in fractional:  # position interpolation: positions / s
+        cases.append(Case(f"x {shape}, positions {what} {positions} (fractional, as position interpolation "
+                          "makes them)", (randn(g, *shape), torch.tensor(positions)),
+                          note="float positions must work too: the angle is position·ω, whatever the "
+                               "position"))
     for shape in [(2, 3, 5), (4, 1)]:
         cases.append(Case(f"x {shape} (odd d_h = {shape[-1]})", (randn(g, *shape), torch.arange(shape[-2])),
                           raises=ValueError, note=f"d_h = {shape[-1]} is odd, so coordinate l has no partner "
@@ -127,8 +137,8 @@ EXERCISES = {
         _rope_cases, _rope,
         "transformers' Llama RoPE (apply_rotary_pos_emb, base 10,000; in bfloat16 and float16 its float32 "
         "angles, cos and sin cast to x's dtype, to a few units in the last place)",
-        "d_h 2..64, batch and head dims, positions not 0..n-1, negative positions, positions (b, n) per "
-        "sequence, bfloat16 and float16 at positions up to 65,000; odd d_h refused", {
+        "d_h 2..64, batch and head dims, positions not 0..n-1, negative and fractional positions, positions "
+        "(b, n) per sequence, bfloat16 and float16 at positions up to 65,000; odd d_h refused", {
             "the angles position·ω were computed in x's dtype: bfloat16 keeps 8 significant bits and float16 "
             "11, so a position near 40,000 is off by up to 128 or 16; compute them in float32":
                 lambda x, p: _rounded(x, p, "angles"),
@@ -147,6 +157,9 @@ EXERCISES = {
             "positions (b, n) were broadcast against the heads axis (b, h, n, d_h): give them a head axis "
             "of 1, so that row b turns sequence b":
                 lambda x, p: _rope(x, p, per_sequence=False),
+            "the positions were cut to whole numbers (.long(), or a cos/sin table read at each position): "
+            "position interpolation gives fractional ones; compute the angles from them":
+                lambda x, p: _rope(x, p.long()),
             "every sequence got the first row's positions; row b of positions belongs to sequence b":
                 lambda x, p: _rope(x, p[0] if p.dim() == 2 else p)}),
     "position_ids": Exercise(
