@@ -22,9 +22,9 @@
   as transformers' repeat_kv and SDPA's enable_gqa), with any leading dimensions
   and a mask broadcast to (..., h, n_q, n_k), so the chapter's attend no longer answers it;
   attention(q, k, v) on (b, n, d_h) is what it was. Mistakes: the key/value heads tiled (query heads
-  read 1, 2, …, h_kv, 1, 2, …); the first key/value head for every query head; softmax over the queries; no scaling;
-  divided by d_h; divided by √d_v; divided by √n_k or √n_q (the lengths); multiplied by √d_h; mask read
-  the other way; mask ignored. Reported by head g = 1..h, query and output column.
+  read 1, 2, …, h_kv, 1, 2, …); the first key/value head for every query head; softmax over the
+  queries; no scaling; divided by d_h; divided by √d_v; divided by √n_k or √n_q (the lengths);
+  multiplied by √d_h; mask read the other way; mask ignored. Reported by head g = 1..h, query, column.
 """
 import math
 
@@ -288,8 +288,9 @@ EXERCISES = {
         "head ⌈g·h_kv/h⌉ serving query head g = 1..h), output by output",
         "(b, n, d_h) and grouped heads h_kv = 1..3 of h = 4..8, leading dims, n_q ≠ n_k, d_v ≠ d_h, no mask, "
         "padding, causal, random and per-head masks, n = 1, d_h = 1", {
-            "the key/value heads were tiled (k.repeat): query heads read 1, 2, …, h_kv, 1, 2, …; query head g "
-            "reads the head of its group, ⌈g·h_kv/h⌉ (repeat_interleave, as transformers' repeat_kv)":
+            "the key/value heads were tiled (k.repeat): query heads read 1, 2, …, h_kv, 1, 2, …; "
+            "query head g reads the head of its group, ⌈g·h_kv/h⌉ (repeat_interleave, as transformers' "
+            "repeat_kv)":
                 lambda q, k, v, m=None: _attention_as(q, k, v, m, heads="tile"),
             "every query head read the first key/value head; query head g reads head ⌈g·h_kv/h⌉":
                 lambda q, k, v, m=None: _attention_as(q, k, v, m, heads="first"),
