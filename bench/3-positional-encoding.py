@@ -37,7 +37,7 @@ redraw_small_ms = attnbook.median_ms(d2l_redraw, 60, 32, min_run_time=1)
 for label, ms in [('column', small_column_ms), ('n', small_n_ms)]:
     attnbook.report(f'{label} slider update, n=60, d=32 / d2l.show_heatmaps redraw at 100 dpi',
                     ms / redraw_small_ms, detail=f'{ms:.0f} ms vs {redraw_small_ms:.0f} ms')
-explorer.set(d=128, n=300, first_column=40)  # back to where the section opens it
+explorer.set(d=128, n=200, first_column=40)  # back to where the section opens it
 for label, ms, d2l_ms, d2l_2x_ms in [('column slider update', column_ms, redraw_ms, redraw_2x_ms),
                                      ('n slider update', n_ms, redraw_ms, redraw_2x_ms)]:
     for dpi, baseline_ms in [('100 dpi', d2l_ms), ('200 dpi (same pixels)', d2l_2x_ms)]:
