@@ -90,15 +90,32 @@ def attention(q, k, v, mask=None, scale=lambda q, v: math.sqrt(q.shape[-1]), dim
     return torch.softmax(scores, dim=dim) @ v
 
 
-def attention_flops(n, d, cached=0, projections=4, per_multiply_add=2, cache_scored=True, products=2,
-                    cache_queries=False):
+def attention_flops(n, d, cached=0, window=None, projections=4, per_multiply_add=2, cache_scored=True,
+                    products=2, cache_queries=False, wider=0, full_windows=False, dense=False):
     keys = n + cached if cache_scored else n
     queries = n + cached if cache_queries else n  # cache_queries: the cached positions score again
-    return per_multiply_add * (projections * n * d * d + products * queries * keys * d)
+    pairs = queries * keys
+    if window is not None and dense:  # the window cuts the cache only; the new queries score densely
+        pairs = n * (min(cached, window - 1) + n)
+    elif window is not None:  # the query at position p scores keys p - w + 1 .. p that exist
+        w = window + wider
+        pairs = n * w if full_windows else sum(min(p + 1, w) for p in range(cached, cached + n))
+    return per_multiply_add * (projections * n * d * d + products * pairs * d)
 
 
 def sinusoidal_encoding(n, d, pair=2, swap=False, halves=False, odd_ok=True, even_d=False,
-                        dtype=torch.float64, from_0=False):
+                        dtype=torch.float64, from_0=False, cut_halves=False, rows_last=False, flattened=False,
+                        odd_grid_ok=False):
+    if isinstance(n, tuple):  # an image's grid (H, W): row half, then column half, each of width d/2
+        (H, W), half = n, d // 2
+        if d % 2 and not odd_grid_ok:
+            raise ValueError(f"a grid splits d in two halves: d = {d} is odd")
+        if flattened:  # the mistake: the 1-D encoding of r·W + c
+            return sinusoidal_encoding(H * W, d).reshape(H, W, d)
+        encode = (lambda k: sinusoidal_encoding(k, d)[:, :half]) if cut_halves else (
+            lambda k: sinusoidal_encoding(k, half))
+        rows, columns = encode(H)[:, None].expand(H, W, half), encode(W)[None].expand(H, W, half)
+        return torch.cat([columns, rows] if rows_last else [rows, columns], -1)
     over = d + d % 2 if even_d else d  # even_d: the exponent over d rounded up to even
     exponents = -pair * torch.arange((d + 1) // 2, dtype=dtype) / over
     positions = n if isinstance(n, torch.Tensor) else torch.arange(n)
@@ -342,6 +359,15 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
      "the core counts QKᵀ alone"),
     ("attention_flops", P(attention_flops, cache_queries=True), "this core scores (m + n)² pairs, as if the "
      "m cached positions asked again"),
+    ("attention_flops", lambda n, d, cached=0, window=None: attention_flops(n, d, cached),
+     "case n=1, d=64, cached=15, window=8 (one step of generation): expected 34,816, got 36,864 — the window "
+     "is ignored"),
+    ("attention_flops", lambda n, d, cached=0: attention_flops(n, d, cached), "window=w must work too"),
+    ("attention_flops", P(attention_flops, wider=1), "this window holds w + 1 keys"),
+    ("attention_flops", P(attention_flops, full_windows=True), "case n=6, d=8, cached=2, window=4: expected "
+     "3,808, got 3,840 — every query scored w keys"),
+    ("attention_flops", P(attention_flops, dense=True), "the window only shortened the cache and the new "
+     "queries scored densely"),
     ("sinusoidal_encoding", P(sinusoidal_encoding, halves=True), "halves"),
     ("sinusoidal_encoding", P(sinusoidal_encoding, pair=1), "exponent is l/d"),
     ("sinusoidal_encoding", P(sinusoidal_encoding, swap=True), "swapped"),
@@ -359,6 +385,17 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
     ("sinusoidal_encoding", P(sinusoidal_encoding, from_0=True), "case positions [40, 41, 42] (a cache "
      "continuing at 40), d=16: at position i = 40, column 0: expected 0.745113, got 0 — these are the rows "
      "of positions 0..len − 1"),
+    ("sinusoidal_encoding", P(sinusoidal_encoding, cut_halves=True), "case grid (H, W) = (3, 4), d=8: at "
+     "patch (row 0, column 1), entry 6: expected 0.00999983, got 0.0998334 — each half was cut from the "
+     "width-d encoding"),
+    ("sinusoidal_encoding", P(sinusoidal_encoding, rows_last=True), "the halves are swapped"),
+    ("sinusoidal_encoding", P(sinusoidal_encoding, flattened=True),
+     "the 1-D encoding of the flattened index"),
+    ("sinusoidal_encoding", P(sinusoidal_encoding, odd_grid_ok=True), "case grid (H, W) = (2, 2), d=7 (odd "
+     "d): returned Tensor, expected a ValueError — a grid splits d into two halves"),
+    ("sinusoidal_encoding", lambda n, d: sinusoidal_encoding(n, d) if not isinstance(n, tuple) else
+     sinusoidal_encoding(n[0] * n[1], d), "returned shape (12, 8), expected (3, 4, 8) — n may be a pair "
+     "(H, W) too"),
     ("rope", P(rope, interleaved=True), "interleaved pairing (2l, 2l+1)"),
     ("rope", P(rope, ignore_positions=True), "positions are ignored"),
     ("rope", P(rope, direction=-1), "wrong way"),
@@ -598,6 +635,10 @@ def test_the_sinusoidal_reference_for_positions_is_transformers_table():
 def test_the_flop_reference_counts_four_projections_and_two_matmuls():
     for n, d in [(1, 1), (16, 64), (100_000, 128)]:
         assert _attention_flops(n, d) == 8 * n * d * d + 4 * n * n * d
+    for n, d, m in [(1, 8, 0), (7, 16, 5), (12, 4, 30)]:  # a window: 1 key each, or wide enough to be causal
+        assert _attention_flops(n, d, m, window=1) == 8 * n * d * d + 4 * n * d
+        causal_pairs = n * (m + n) - n * (n - 1) // 2  # the dense product less the keys after each query
+        assert _attention_flops(n, d, m, window=m + n) == 8 * n * d * d + 4 * causal_pairs * d
 
 
 def test_a_log_handler_made_during_a_check_writes_to_the_real_stderr(capsys):
@@ -670,6 +711,11 @@ CHAPTER_CELLS = [  # (exercise, the chapter's cell as a reader would copy it, wh
     ("sinusoidal_encoding", chapter_sinusoidal_table, "odd d must work too"),
     ("sinusoidal_encoding", lambda n, d: chapter_sinusoidal_table(n, d)[:, :d],  # its PositionalEncoding
      "n may be a tensor of positions too"),
+    ("sinusoidal_encoding",  # the answer for positions alone: the pair read as two positions
+     lambda n, d: sinusoidal_encoding(torch.tensor(n) if isinstance(n, tuple) else n, d),
+     "returned shape (2, 8), expected (3, 4, 8) — n may be a pair (H, W) too"),
+    ("attention_flops", lambda n, d, cached=0: 8 * n * d**2 + 4 * n * (n + cached) * d,  # no window
+     "window=w must work too"),
     ("alibi_bias", chapter_alibi_causal_bias, "this is the causal bias"),
     ("skew", lambda rel_logits: F.pad(rel_logits, (1, 0)).reshape(
         *rel_logits.shape[:-2], rel_logits.shape[-1] + 1, rel_logits.shape[-1])[..., 1:, :], "n_q < n_k"),
@@ -693,7 +739,8 @@ def test_the_chapters_own_cell_does_not_pass(capsys, name, fn, says):
 
 GIVEAWAYS = [  # (exercise, what the exercise asks the reader to find, which no line of its check may print)
     ("position_ids", "cumsum"), ("ntk_frequencies", "d/(2ℓ*)"), ("sinusoidal_encoding", "0.001"),
-    ("sinusoidal_encoding", "30,000"), ("masked_softmax", "is_causal")]
+    ("sinusoidal_encoding", "30,000"), ("masked_softmax", "is_causal"),
+    ("attention_flops", "min("), ("sinusoidal_encoding", "(d/2))")]
 
 
 @pytest.mark.parametrize("name, answer", GIVEAWAYS)
