@@ -1,5 +1,22 @@
 # `make bench` runs this in section 5's kernel, after the notebook: it uses the notebook's `alibi`,
-# `bias_bytes`, `device`, `torch`, `F` and `attnbook`, and the block-skipping part's kernel and masks.
+# `bias_bytes`, `device`, `torch`, `F` and `attnbook`, its score_mods with their inputs and float masks,
+# and the block-skipping part's masks.
+import warnings
+
+from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+# The notebook checks each score_mod written out for every (g, i, j) (`flex_reference`), because
+# FlexAttention's first call costs a second or more of setup on one core; FlexAttention itself runs
+# them here (uncompiled), with the causal BlockMask, against the float masks.
+causal_blocks = create_block_mask(causal_rule, None, None, n_kv, n_kv, device=device)
+with warnings.catch_warnings():
+    warnings.simplefilter('ignore')          # "called without torch.compile()": fine for checking values
+    for bias_name, mod, float_mask in [('ALiBi', alibi_mod, alibi(n_kv, heads)), ('T5', t5_mod, t5_bias),
+                                       ('Shaw', shaw_mod, shaw_bias)]:
+        torch.testing.assert_close(flex_attention(q, k, v, score_mod=mod, block_mask=causal_blocks),
+                                   attend_explicitly(q, k, v, float_mask), msg=bias_name)
+        torch.testing.assert_close(flex_attention(q, k, v, score_mod=mod, block_mask=causal_blocks),
+                                   flex_reference(q, k, v, mod), msg=bias_name)
 
 # What an additive bias costs SDPA: the (h, n, n) float mask it reads (ALiBi, 32 heads of width 64),
 # against the same causal attention with no mask (what RoPE needs). Memory counted from the tensor
@@ -22,7 +39,7 @@ def cuda_peak_bytes(fn, *args, **kwargs):
 for n in SIZES:
     generator = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(1, heads, n, head_width, generator=generator).to(device, dtype) for _ in range(3))
-    mask = alibi(n, heads, device).to(dtype)[None]
+    mask = alibi(n, heads).to(device, dtype)[None]   # the notebook set torch's default device
     assert mask.nbytes == bias_bytes(n, heads, mask.element_size())['float mask']
     attnbook.report(f'ALiBi float mask / q k v bytes, n={n} h={heads}', mask.nbytes / (3 * q.nbytes),
                     detail=f'{mask.nbytes / 2**20:.0f} MiB mask vs {3 * q.nbytes / 2**20:.0f} MiB '
@@ -40,9 +57,14 @@ for n in SIZES:
                                f'{causal_peak / 2**20:.0f} MiB without')
     del q, k, v, mask
 
-# The notebook's deeper part on block skipping checks that the two block masks give the same outputs
-# and counts the blocks; the time each takes is measured here, with the notebook's compiled kernel,
-# inputs and masks (`compiled_flex`, `q_big`, `k_big`, `v_big`, `skipping`, `every_block`, `n_big`).
+# The notebook's deeper part on block skipping builds the two block masks (`skipping`, `every_block`,
+# at `n_big`) and counts the blocks each computes; compiling the kernel costs seconds, so here the
+# compiled kernel is checked to give the same outputs with both, and each is timed.
+big_inputs = torch.randn(3, 1, 4, n_big, 64, generator=torch.Generator().manual_seed(5))
+q_big, k_big, v_big = big_inputs.to(device).unbind(0)
+compiled_flex = torch.compile(flex_attention)
+torch.testing.assert_close(compiled_flex(q_big, k_big, v_big, block_mask=skipping),
+                           compiled_flex(q_big, k_big, v_big, block_mask=every_block))
 skip_ms = attnbook.median_ms(compiled_flex, q_big, k_big, v_big, block_mask=skipping)
 all_ms = attnbook.median_ms(compiled_flex, q_big, k_big, v_big, block_mask=every_block)
 attnbook.report(f'FlexAttention, causal, every block computed / masked blocks skipped, time, '
