@@ -271,16 +271,20 @@ def skew_from_position_0(rel_logits):  # query t taken to sit at position t
     return rel_logits.gather(-1, columns.expand(rel_logits.shape))
 
 
-def ntk_frequencies(d, base, scale, pair=None, exponent=True, interpolate=False, dtype=torch.float64,
-                    pair_exponent=2, refuse_2=True, last_pair_always=False, pair_shift=0):
+def ntk_frequencies(d, base, scale=None, pair=None, wavelength=None, exponent=True, interpolate=False,
+                    dtype=torch.float64, pair_exponent=2, refuse_2=True, last_pair_always=False, pair_shift=0,
+                    upside_down=False, turn=2 * math.pi, says_pair=True):
     if d < 4 and refuse_2:
         raise ValueError(f"NTK-aware scaling needs d >= 4, got d = {d}")
     slowed = (d // 2 - 1 if pair is None or last_pair_always else pair) + pair_shift
-    if slowed < 1 and refuse_2:
-        raise ValueError(f"pair 0 keeps its frequency: the slowed pair must be >= 1, got {slowed}")
+    if slowed < 1 and refuse_2:  # says_pair=False: the right error, the wrong words
+        raise ValueError(f"pair 0 keeps its frequency: the slowed pair must be {'pair >= 1' * says_pair}, "
+                         f"got {slowed}")
     if interpolate:
         return (base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d) / scale).to(dtype)
-    base = base * scale ** (d / (2 * slowed) if exponent else 1)
+    if wavelength is not None:  # pair ℓ*'s wavelength 2π/ω made L (turn=1: the wavelength read as 1/ω)
+        base, scale = 1.0, wavelength / turn
+    base = base * scale ** ((2 * slowed / d if upside_down else d / (2 * slowed)) if exponent else 1)
     return (base ** (-pair_exponent * torch.arange(d // 2, dtype=torch.float64) / d)).to(dtype)
 
 
@@ -453,7 +457,14 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
     ("ntk_frequencies", P(ntk_frequencies, pair_exponent=1), "at pair ℓ = 1: expected"),
     ("ntk_frequencies", P(ntk_frequencies, pair_exponent=1), "the exponent is ℓ/d; it is 2ℓ/d"),
     ("ntk_frequencies", P(ntk_frequencies, refuse_2=False),
-     "d = 2 is refused: raise a ValueError that says d ≥ 4"),
+     "d = 2 is refused: raise a ValueError that says d >= 4"),
+    ("ntk_frequencies", P(ntk_frequencies, says_pair=False), "case d=8, base=10000, scale=4, pair=0: your "
+     "ValueError says 'pair 0 keeps its frequency: the slowed pair must be , got 0', which does not say"),
+    ("ntk_frequencies", P(ntk_frequencies, upside_down=True), "the exponent of scale is upside down"),
+    ("ntk_frequencies", P(ntk_frequencies, turn=1.0), "case d=128, base=10000, wavelength=32,768, pair=None: "
+     "at pair ℓ = 1: expected 0.872962751631, got 0.847863991878 — the wavelength is taken as 1/ω"),
+    ("ntk_frequencies", lambda d, base, scale=None, pair=None: ntk_frequencies(d, base, scale, pair),
+     "wavelength=L must work too"),
     ("ntk_frequencies", P(ntk_frequencies, last_pair_always=True),
      "this base slows the last pair, whatever pair="),
     ("ntk_frequencies", lambda d, base, scale: ntk_frequencies(d, base, scale), "pair=ℓ* must work too"),
@@ -738,7 +749,8 @@ def test_the_chapters_own_cell_does_not_pass(capsys, name, fn, says):
 
 
 GIVEAWAYS = [  # (exercise, what the exercise asks the reader to find, which no line of its check may print)
-    ("position_ids", "cumsum"), ("ntk_frequencies", "d/(2ℓ*)"), ("sinusoidal_encoding", "0.001"),
+    ("position_ids", "cumsum"), ("ntk_frequencies", "d/(2ℓ*)"), ("ntk_frequencies", "/2π)"),
+    ("sinusoidal_encoding", "0.001"),
     ("sinusoidal_encoding", "30,000"), ("masked_softmax", "is_causal"),
     ("attention_flops", "min("), ("sinusoidal_encoding", "(d/2))")]
 

@@ -16,6 +16,7 @@ import difflib
 import io
 import logging
 import numbers
+import re
 import sys
 import warnings
 from dataclasses import dataclass, field
@@ -46,6 +47,7 @@ class Case:
     note: object = ""  # what the line adds when fn fails this case with no known mistake (its edge case);
     # a function of what fn returned when that decides what to say
     raises: type = None  # the contract asks fn to raise this here (the note says why), not to return
+    says: str = None  # a regular expression the raised error's message must match (the contract's words)
 
 
 @dataclass
@@ -105,7 +107,10 @@ def _run(exercise, case, fn):
         return NOT_YET
     except Exception as error:
         if case.raises and isinstance(error, case.raises):
-            return None
+            if case.says is None or re.search(case.says, str(error)):
+                return None
+            return (f"your {type(error).__name__} says {one_line(error)!r}, which does not say what the "
+                    f"contract asks{_note(case)}")
         return f"your function raises {type(error).__name__}: {one_line(error)}{_note(case)}"
     if called:
         return (f"your function calls {exercise.forbidden[1]}, the reference it is checked against: "
