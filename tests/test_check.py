@@ -345,7 +345,7 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
     ("attention", P(attention, scale=lambda q, v: 1 / math.sqrt(q.shape[-1])), "multiplied by √d_h"),
     ("attention", P(attention, tiled=True), "case q (2, 4, 3, 8), k and v with h_kv=2 of h=4 heads, n_k=5, "
      "d_v=6, no mask: at head g = 2, query 0, column 0: expected -0.378167, got 0.0605004 — the key/value "
-     "heads were tiled (k.repeat): query heads read 1, 2, …, h_kv, 1, 2, …"),
+     "heads were tiled (k.repeat), not repeated head by head"),
     ("attention", lambda q, k, v, mask=None: attention(q, k[..., :1, :, :], v[..., :1, :, :], mask)
      if q.dim() > 3 else attention(q, k, v, mask), "every query head read the first key/value head"),
     ("attention_flops", P(attention_flops, projections=0), "projections (8nd²) are missing"),
@@ -409,7 +409,7 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
      "the first row's positions"),
     ("rope", lambda x, positions: rope(x, positions, angles_in=x.dtype), "case x (2, 3, 4, 64) in bfloat16, "
      "positions [40000, 40001, 40002, 40003] (continuing after 40,000 cached): at [0, 0, 0, 0] expected "
-     "0.359375, got 1.10938 — the angles position·ω were computed in x's dtype: bfloat16 keeps 8"),
+     "0.359375, got 1.10938 — the angles position·ω were computed in x's dtype, whose few significant bits"),
     ("rope", P(rope, float32_out=True), "returned float32, expected bfloat16 — x in bfloat16 must work too: "
      "return bfloat16, with the angles position·ω computed in float32"),
     ("rope", P(rope, whole=True), "case x (2, 5, 8), positions (n,) [0.0, 0.25, 0.5, 0.75, 1.0] (fractional, "
@@ -751,7 +751,8 @@ def test_the_chapters_own_cell_does_not_pass(capsys, name, fn, says):
 GIVEAWAYS = [  # (exercise, what the exercise asks the reader to find, which no line of its check may print)
     ("position_ids", "cumsum"), ("ntk_frequencies", "d/(2ℓ*)"), ("ntk_frequencies", "/2π)"),
     ("sinusoidal_encoding", "0.001"),
-    ("sinusoidal_encoding", "30,000"), ("masked_softmax", "is_causal"),
+    ("sinusoidal_encoding", "30,000"), ("masked_softmax", "is_causal"), ("masked_softmax", "lower_right"),
+    ("attention", "1, 2, …"), ("rope", "128"), ("rope", "256"),
     ("attention_flops", "min("), ("sinusoidal_encoding", "(d/2))")]
 
 

@@ -231,10 +231,11 @@ def _head_query_column(case, at):
 EXERCISES = {
     "masked_softmax": Exercise(
         _masked_softmax_cases, _masked_softmax,
-        "softmax over each row's valid keys (causal: torch's causal_lower_right too), an empty row all "
-        "zeros (softmax with the masked keys at −inf gives NaN there), and their gradients (finite, 0 on an "
-        "empty row)", "valid_lens None, (b,) and (b, q), valid length 0, lengths beyond k, head axes, causal "
-        "with n_q = n_k and n_q < n_k",
+        "softmax over each row's valid keys (causal: the keys up to each query's position too), an empty "
+        "row all zeros (softmax with the masked keys at −inf gives NaN there), and their gradients (finite, "
+        "0 on an empty row)",
+        "valid_lens None, (b,) and (b, q), valid length 0, lengths beyond k, head axes, causal with n_q = n_k"
+        " and n_q < n_k",
         {
             "the softmax runs over the queries (dim −2); it must run over the keys (dim −1)":
                 lambda s, v=None, causal=False: _masked(s, v, -math.inf, dim=-2, causal=causal),
@@ -288,9 +289,8 @@ EXERCISES = {
         "head ⌈g·h_kv/h⌉ serving query head g = 1..h), output by output",
         "(b, n, d_h) and grouped heads h_kv = 1..3 of h = 4..8, leading dims, n_q ≠ n_k, d_v ≠ d_h, no mask, "
         "padding, causal, random and per-head masks, n = 1, d_h = 1", {
-            "the key/value heads were tiled (k.repeat): query heads read 1, 2, …, h_kv, 1, 2, …; "
-            "query head g reads the head of its group, ⌈g·h_kv/h⌉ (repeat_interleave, as transformers' "
-            "repeat_kv)":
+            "the key/value heads were tiled (k.repeat), not repeated head by head: query head g reads the "
+            "key/value head of its group, ⌈g·h_kv/h⌉":
                 lambda q, k, v, m=None: _attention_as(q, k, v, m, heads="tile"),
             "every query head read the first key/value head; query head g reads head ⌈g·h_kv/h⌉":
                 lambda q, k, v, m=None: _attention_as(q, k, v, m, heads="first"),

@@ -139,8 +139,8 @@ EXERCISES = {
         "angles, cos and sin cast to x's dtype, to a few units in the last place)",
         "d_h 2..64, batch and head dims, positions not 0..n-1, negative and fractional positions, positions "
         "(b, n) per sequence, bfloat16 and float16 at positions up to 65,000; odd d_h refused", {
-            "the angles position·ω were computed in x's dtype: bfloat16 keeps 8 significant bits and float16 "
-            "11, so a position near 40,000 is off by up to 128 or 16; compute them in float32":
+            "the angles position·ω were computed in x's dtype, whose few significant bits (8 in bfloat16, "
+            "11 in float16) cannot hold a position near 40,000 exactly; compute them in float32":
                 lambda x, p: _rounded(x, p, "angles"),
             "the frequencies ω were rounded to x's dtype: a relative error of 2⁻⁹ (bfloat16) times a "
             "position near 40,000 is tens of radians; keep ω in float32":
