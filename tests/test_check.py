@@ -70,11 +70,17 @@ def masked_softmax_unmasked_empty_rows(scores, valid_lens=None, causal=False):
     return torch.where(has_key, weights, 0.0)
 
 
-def causal_mask(n, window=None, diagonal=0, transpose=False, wider=0, both_ways=False):
+def causal_mask(n, window=None, chunk=None, diagonal=0, transpose=False, wider=0, both_ways=False,
+                chunk_as_window=False, late=0):
     mask = torch.ones(n, n, dtype=torch.bool).tril(diagonal)
+    i, j = torch.arange(n)[:, None], torch.arange(n)
+    if chunk is not None and chunk_as_window:  # the mistake: a sliding window of c keys
+        window, chunk = chunk, None
     if window is not None:  # keys i - window + 1 .. i (wider: that many more keys back)
-        i, j = torch.arange(n)[:, None], torch.arange(n)
         mask = (i - j).abs() < window if both_ways else mask & (j > i - window - wider)
+    if chunk is not None:  # chunks 0..c-1, c..2c-1, ... (late: each starting that many positions late)
+        same = (i + late) // chunk == (j + late) // chunk
+        mask = same if both_ways else mask & same
     return mask.T if transpose else mask
 
 
@@ -324,6 +330,14 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
      "causal=True is ignored"),
     ("masked_softmax", lambda scores, valid_lens=None: masked_softmax(scores, valid_lens),
      "causal=True must work too"),
+    ("causal_mask", P(causal_mask, chunk_as_window=True), "case n=7, chunk=3: at [3, 1] expected False, got "
+     "True — this is a sliding window of c keys, not chunks"),
+    ("causal_mask", lambda n, window=None, chunk=None: causal_mask(n, window, chunk,
+                                                                   both_ways=chunk is not None),
+     "the chunk reaches both ways"),
+    ("causal_mask", P(causal_mask, late=1), "the chunks start one position late"),
+    ("causal_mask", lambda n, window=None, chunk=None: causal_mask(n, window), "chunk=c is ignored"),
+    ("causal_mask", lambda n, window=None: causal_mask(n, window), "chunk=c must work too"),
     ("causal_mask", P(causal_mask, diagonal=-1), "j < i"),
     ("causal_mask", P(causal_mask, diagonal=1), "j ≤ i + 1"),
     ("causal_mask", P(causal_mask, transpose=True), "transposed"),

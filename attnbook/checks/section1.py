@@ -13,10 +13,13 @@
   heads axis (silent when b = h). Its gradients are checked too, once the weights agree: −inf added to
   the scores and the empty row's NaN replaced afterwards gives the right weights and NaN gradients.
 * causal_mask: its contract grew (issue 29): `window=w` keeps only each query's last w keys, itself
-  included (a sliding window, as Mistral's in transformers); causal_mask(n) is what it was. Mistakes:
-  strict j < i; j ≤ i + 1; transposed (j ≥ i); inverted (True where blocked); the additive 0/−inf
-  float mask instead of bool; a window of w + 1 or w − 1 keys; the window ignored; the window on both
-  sides.
+  included (a sliding window, as Mistral's in transformers); and `chunk=c`, which the chapter never
+  meets, keeps only the keys j ≤ i of query i's own chunk of c positions, chunks starting at 0, c, 2c, …
+  (Llama 4's chunked attention, transformers' chunked_causal_mask_function); causal_mask(n) is what it
+  was. Mistakes: strict j < i; j ≤ i + 1; transposed (j ≥ i); inverted (True where blocked); the
+  additive 0/−inf float mask instead of bool; a window of w + 1 or w − 1 keys; the window ignored; the
+  window on both sides; a sliding window of c keys for chunks; chunks reaching both ways; chunks
+  starting one position late.
 * attention: its contract grew (issue 29): dim −3 holds the heads, and k, v may have fewer of them than
   q (grouped-query attention, h_kv dividing h: query head g = 1..h reads key/value head ⌈g·h_kv/h⌉,
   as transformers' repeat_kv and SDPA's enable_gqa), with any leading dimensions
@@ -142,19 +145,31 @@ def _masked_softmax_cases(g):
 
 
 # ----------------------------------------------------------------------------------- causal_mask
-def _causal_mask(n, window=None):
-    if window is None:
-        return torch.nn.Transformer.generate_square_subsequent_mask(n) == 0
-    from transformers.masking_utils import sliding_window_causal_mask_function
+def _causal_mask(n, window=None, chunk=None):
+    from transformers import masking_utils
 
     # transformers' mask functions take index tensors: query i down, key j across
-    return sliding_window_causal_mask_function(window)(0, 0, torch.arange(n)[:, None], torch.arange(n))
+    if chunk is not None:  # Llama 4's chunked attention (no left padding: offset 0)
+        keys = masking_utils.chunked_causal_mask_function(chunk, torch.zeros(1, dtype=torch.long))
+    elif window is not None:
+        keys = masking_utils.sliding_window_causal_mask_function(window)
+    else:
+        return torch.nn.Transformer.generate_square_subsequent_mask(n) == 0
+    return keys(0, 0, torch.arange(n)[:, None], torch.arange(n))
 
 
-def _windowed(n, window=None, keys=lambda i, j, w: (j <= i) & (j > i - w)):
-    """A sliding window written out (for mistakes): `keys` says which key j query i sees."""
+def _windowed(n, window=None, keys=lambda i, j, w: (j <= i) & (j > i - w), chunk=None, chunked=None):
+    """A sliding window or chunks written out (for mistakes): `keys` (`chunked`) says which key j query i
+    sees with a window (chunks); None: the contract's."""
     i, j = torch.arange(n)[:, None], torch.arange(n)
+    if chunk is not None:
+        return _causal_mask(n, chunk=chunk) if chunked is None else chunked(i, j, chunk)
     return keys(i, j, window) if window is not None else tril(n, 0)
+
+
+def _mask_mistake(fn):
+    """fn(n, window, chunk) as an answer to causal_mask (for mistakes)."""
+    return lambda n, window=None, chunk=None: fn(n, window, chunk)
 
 
 def _causal_cases(g):
@@ -162,7 +177,11 @@ def _causal_cases(g):
         Case(f"n={n}, window={w}{note}", (n,), {"window": w},
              note="window=w must work too: query i sees keys i − w + 1..i, its own among them")
         for n, w, note in [(6, 3, ""), (5, 1, " (itself only)"), (4, 4, " (= n: causal)"), (3, 8, " (> n)"),
-                           (9, 2, "")]]
+                           (9, 2, "")]] + [
+        Case(f"n={n}, chunk={c}{note}", (n,), {"chunk": c},
+             note="chunk=c must work too: query i sees the keys j ≤ i of its own chunk of c positions")
+        for n, c, note in [(7, 3, ""), (8, 4, ""), (5, 1, " (itself only)"), (4, 8, " (> n: causal)"),
+                           (10, 3, "")]]
 
 
 # ----------------------------------------------------------------------------------- attention
@@ -262,27 +281,43 @@ EXERCISES = {
     "causal_mask": Exercise(
         _causal_cases, _causal_mask,
         "torch.nn.Transformer.generate_square_subsequent_mask(n) == 0, True on and below the diagonal, and "
-        "transformers' sliding_window_causal_mask_function (Mistral's window)",
-        "n 1..9, no window and windows 1..8", {
+        "transformers' sliding_window_causal_mask_function (Mistral's window) and "
+        "chunked_causal_mask_function (Llama 4's chunks)",
+        "n 1..10, no window, windows 1..8 and chunks 1..8", {
             "this is j < i: query i may also attend to itself (j ≤ i)":
-                lambda n, window=None: _windowed(n, window, lambda i, j, w: (j < i) & (j >= i - w)) if window
-                else tril(n, -1),
+                _mask_mistake(lambda n, w, c: _windowed(n, w, lambda i, j, w: (j < i) & (j >= i - w)) if w
+                              else tril(n, -1)),
             "this is j ≤ i + 1, one key too many: query i would see token i + 1":
-                lambda n, window=None: tril(n, 1),
+                _mask_mistake(lambda n, w, c: tril(n, 1)),
             "this is the mask transposed (j ≥ i): True must be where j ≤ i":
-                lambda n, window=None: _causal_mask(n, window).T,
+                _mask_mistake(lambda n, w, c: _causal_mask(n, w, c).T),
             "this is the inverse (True where j > i, blocked); True must mean 'may attend'":
-                lambda n, window=None: ~_causal_mask(n, window),
+                _mask_mistake(lambda n, w, c: ~_causal_mask(n, w, c)),
             "this is the additive float mask (0 and −inf); the exercise asks for a bool mask":
-                lambda n, window=None: torch.nn.Transformer.generate_square_subsequent_mask(n),
+                _mask_mistake(lambda n, w, c: torch.nn.Transformer.generate_square_subsequent_mask(n)),
             "this window holds w + 1 keys (j ≥ i − w); it holds w, the query's own among them (j > i − w)":
-                lambda n, window=None: _windowed(n, window, lambda i, j, w: (j <= i) & (j >= i - w)),
+                _mask_mistake(lambda n, w, c: _windowed(n, w, lambda i, j, w: (j <= i) & (j >= i - w)) if w
+                              else None),
             "this window holds w − 1 keys (j > i − w + 1); it holds w, the query's own key among them":
-                lambda n, window=None: _windowed(n, window, lambda i, j, w: (j <= i) & (j > i - w + 1)),
+                _mask_mistake(lambda n, w, c: _windowed(n, w, lambda i, j, w: (j <= i) & (j > i - w + 1)) if w
+                              else None),
             "the window is ignored: with window=w query i sees only keys i − w + 1..i":
-                lambda n, window=None: tril(n, 0),
+                _mask_mistake(lambda n, w, c: tril(n, 0) if w else None),
+            "chunk=c is ignored: query i sees only the keys j ≤ i of its own chunk":
+                _mask_mistake(lambda n, w, c: tril(n, 0) if c else None),
             "the window reaches both ways (|i − j| < w); it is causal too: no key after the query":
-                lambda n, window=None: _windowed(n, window, lambda i, j, w: (i - j).abs() < w)}),
+                _mask_mistake(lambda n, w, c: _windowed(n, w, lambda i, j, w: (i - j).abs() < w) if w
+                              else None),
+            "this is a sliding window of c keys, not chunks: a chunk starts at a multiple of c, so query i "
+            "sees only the keys since the start of its own chunk":
+                _mask_mistake(lambda n, w, c: _windowed(n, c) if c else None),
+            "the chunk reaches both ways: within its chunk, query i sees no key after itself either":
+                _mask_mistake(lambda n, w, c: _windowed(n, w, chunk=c,
+                                                        chunked=lambda i, j, c: i // c == j // c)),
+            "the chunks start one position late (at c − 1, 2c − 1, …: (i + 1) // c): the first chunk is "
+            "positions 0..c − 1":
+                _mask_mistake(lambda n, w, c: _windowed(n, w, chunk=c, chunked=lambda i, j, c:
+                                                        ((i + 1) // c == (j + 1) // c) & (j <= i)))}),
     "attention": Exercise(
         _attention_cases, _attention,
         "F.scaled_dot_product_attention with the boolean mask as attn_mask and enable_gqa=True (key/value "
