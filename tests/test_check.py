@@ -21,6 +21,7 @@ import torch.nn.functional as F
 import attnbook
 from attnbook import device as book_device
 from attnbook.checks import EXERCISES, check
+from attnbook.checks.section1 import _attention
 from attnbook.checks.section2 import _attention_flops
 from attnbook.checks.section6 import _ntk_frequencies
 
@@ -84,7 +85,8 @@ def causal_mask(n, window=None, chunk=None, diagonal=0, transpose=False, wider=0
     return mask.T if transpose else mask
 
 
-def attention(q, k, v, mask=None, scale=lambda q, v: math.sqrt(q.shape[-1]), dim=-1, tiled=False):
+def attention(q, k, v, mask=None, sinks=None, scale=lambda q, v: math.sqrt(q.shape[-1]), dim=-1, tiled=False,
+              sink_scaled=False, sink_added=False, renormalised=False):
     group = q.shape[-3] // k.shape[-3]  # query heads per key/value head (dim −3)
     if tiled:  # heads (0, 1, 0, 1) where (0, 0, 1, 1) is asked
         k, v = (x.repeat(*[1] * (x.dim() - 3), group, 1, 1) for x in (k, v))
@@ -93,7 +95,15 @@ def attention(q, k, v, mask=None, scale=lambda q, v: math.sqrt(q.shape[-1]), dim
     scores = q @ k.transpose(-1, -2) / scale(q, v)
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
-    return torch.softmax(scores, dim=dim) @ v
+    if sinks is None:
+        return torch.softmax(scores, dim=dim) @ v
+    sinks = (sinks / scale(q, v) if sink_scaled else sinks)[:, None, None]
+    if sink_added:  # the mistake: the sink added to every score
+        return torch.softmax(scores + sinks, dim=dim) @ v
+    weights = torch.cat([scores, sinks.expand(*scores.shape[:-1], 1)], -1).softmax(-1)[..., :-1]
+    if renormalised:  # the mistake: the sink's weight handed back to the keys
+        weights = weights / weights.sum(-1, keepdim=True)
+    return weights @ v
 
 
 def attention_flops(n, d, cached=0, window=None, projections=4, per_multiply_add=2, cache_scored=True,
@@ -357,8 +367,14 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
      "divided by √n_k, the number of keys"),
     ("attention", P(attention, scale=lambda q, v: math.sqrt(q.shape[-2])), "divided by √n_q"),
     ("attention", P(attention, scale=lambda q, v: 1 / math.sqrt(q.shape[-1])), "multiplied by √d_h"),
+    ("attention", P(attention, sink_scaled=True), "case q (2, 4, 3, 8), h_kv=2, n_k=5, sinks 4 logits, no "
+     "mask: at head g = 1, query 0, column 0: expected -0.482973, got"),
+    ("attention", P(attention, sink_scaled=True), "the sink logit was divided by √d_h with the scores"),
+    ("attention", P(attention, sink_added=True), "the sinks change nothing: ignored, added to every score"),
+    ("attention", P(attention, renormalised=True), "weight handed back to the keys"),
+    ("attention", lambda q, k, v, mask=None: attention(q, k, v, mask), "sinks=s must work too"),
     ("attention", P(attention, tiled=True), "case q (2, 4, 3, 8), k and v with h_kv=2 of h=4 heads, n_k=5, "
-     "d_v=6, no mask: at head g = 2, query 0, column 0: expected -0.378167, got 0.0605004 — the key/value "
+     "d_v=6, no mask: at head g = 2, query 0, column 0: expected -0.580212, got 0.158349 — the key/value "
      "heads were tiled (k.repeat), not repeated head by head"),
     ("attention", lambda q, k, v, mask=None: attention(q, k[..., :1, :, :], v[..., :1, :, :], mask)
      if q.dim() > 3 else attention(q, k, v, mask), "every query head read the first key/value head"),
@@ -646,6 +662,21 @@ def test_the_ntk_reference_is_transformers_dynamic_ntk_at_factor_1(d, base, scal
                          max_position_embeddings=max_positions, rope_parameters=rope_parameters)
     inv_freq, _ = ROPE_INIT_FUNCTIONS["dynamic"](config, seq_len=int(scale * max_positions))
     torch.testing.assert_close(_ntk_frequencies(d, base, scale).float(), inv_freq, rtol=1e-5, atol=0)
+
+
+def test_the_attention_reference_with_sinks_is_gpt_oss_eager_attention():
+    from transformers.models.gpt_oss.modeling_gpt_oss import eager_attention_forward
+
+    g = torch.Generator().manual_seed(0)
+    shapes = [(2, 4, 3, 8), (2, 2, 5, 8), (2, 2, 5, 6), (4,)]
+    q, k, v, sinks = (torch.randn(*shape, generator=g) for shape in shapes)
+    module = torch.nn.Module().eval()
+    module.sinks, module.num_key_value_groups = sinks, 2
+    mask = torch.rand(3, 5, generator=g) < 0.5
+    mask[1] = False  # a row with no key: the sink takes it all
+    additive = torch.zeros(3, 5).masked_fill(~mask, -math.inf)
+    expected = eager_attention_forward(module, q, k, v, additive, scaling=8 ** -0.5)[0].transpose(1, 2)
+    torch.testing.assert_close(_attention(q, k, v, mask, sinks=sinks), expected)
 
 
 def test_the_sinusoidal_reference_for_positions_is_transformers_table():

@@ -24,7 +24,11 @@
   q (grouped-query attention, h_kv dividing h: query head g = 1..h reads key/value head ⌈g·h_kv/h⌉,
   as transformers' repeat_kv and SDPA's enable_gqa), with any leading dimensions
   and a mask broadcast to (..., h, n_q, n_k), so the chapter's attend no longer answers it;
-  attention(q, k, v) on (b, n, d_h) is what it was. Mistakes: the key/value heads tiled (query heads
+  attention(q, k, v) on (b, n, d_h) is what it was. And `sinks=s` (h,), which the chapter never meets:
+  gpt-oss's learned sink, one more logit s_g per query head in each row's softmax whose weight goes to no
+  value (the keys' weights sum to less than 1, and a row with every key masked gives zeros). Mistakes:
+  the sinks changing nothing (ignored, added to every score, or their weight handed back to the keys);
+  the sink divided by √d_h; the key/value heads tiled (query heads
   read 1, 2, …, h_kv, 1, 2, …); the first key/value head for every query head; softmax over the
   queries; no scaling; divided by d_h; divided by √d_v; divided by √n_k or √n_q (the lengths);
   multiplied by √d_h; mask read the other way; mask ignored. Reported by head g = 1..h, query, column.
@@ -185,8 +189,10 @@ def _causal_cases(g):
 
 
 # ----------------------------------------------------------------------------------- attention
-def _attention(q, k, v, mask=None):
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+def _attention(q, k, v, mask=None, sinks=None):
+    if sinks is None:
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+    return _attention_as(q, k, v, mask, sinks=sinks)  # as gpt-oss's eager attention in transformers
 
 
 def _grouped(k, v, q, how="interleave"):
@@ -202,14 +208,26 @@ def _grouped(k, v, q, how="interleave"):
     return (x.repeat_interleave(group, -3) for x in (k, v))
 
 
-def _attention_as(q, k, v, mask=None, divide_by=None, dim=-1, keep=True, heads="interleave"):
+def _attention_as(q, k, v, mask=None, divide_by=None, dim=-1, keep=True, heads="interleave", sinks=None,
+                  sink="logit"):
     """Written-out attention with the scaling, softmax axis, mask meaning and head grouping chosen (for
-    mistakes)."""
+    mistakes). sinks (h,): one more logit per query head in each row's softmax, whose weight is dropped
+    (gpt-oss); sink="scaled": the mistake of dividing it by √d_h too."""
     k, v = _grouped(k, v, q, heads)
-    scores = q @ k.transpose(-1, -2) / (math.sqrt(q.shape[-1]) if divide_by is None else divide_by(q, v))
+    scale = math.sqrt(q.shape[-1]) if divide_by is None else divide_by(q, v)
+    scores = q @ k.transpose(-1, -2) / scale
     if mask is not None:
         scores = scores.masked_fill(mask != keep, -math.inf)
-    return scores.softmax(dim) @ v
+    if sinks is None:
+        return scores.softmax(dim) @ v
+    column = (sinks / scale if sink == "scaled" else sinks)[:, None, None].expand(*scores.shape[:-1], 1)
+    weights = torch.cat([scores, column], -1).softmax(-1)[..., :-1]
+    return weights @ v
+
+
+def _attention_mistake(**how):
+    """_attention_as with `how` (a scaling, softmax axis, mask meaning, head grouping or sink mistake)."""
+    return lambda q, k, v, mask=None, sinks=None: _attention_as(q, k, v, mask, sinks=sinks, **how)
 
 
 def _attention_cases(g):
@@ -221,6 +239,8 @@ def _attention_cases(g):
     per_head = torch.rand(2, 4, 4, 6, generator=g) < 0.5
     per_head[..., -1] = True
     padding = torch.tensor([[True] * 4 + [False] * 2, [True] * 6])[:, None, :]
+    empty_row = torch.rand(3, 5, generator=g) < 0.5
+    empty_row[1], empty_row[[0, 2], 0] = False, True  # query 1 has no key: with sinks, allowed
     specs = [(2, 4, 6, 16, 5, None, "no mask"), (2, 4, 6, 16, 4, padding, "padding mask (b, 1, n_k)"),
              (2, 5, 5, 8, 3, tril(5, 0), "causal mask (n, n)"),
              (2, 4, 6, 8, 8, random_mask, "random mask (b, n_q, n_k)"),
@@ -239,7 +259,15 @@ def _attention_cases(g):
              (*qkv(lead, h, h_kv, n_q, n_k, d_h, d_v), mask),
              note="k and v may have fewer heads than q (dim −3): each key/value head serves h/h_kv "
                   "consecutive query heads, query head g = 1..h reading key/value head ⌈g·h_kv/h⌉")
-        for lead, h, h_kv, n_q, n_k, d_h, d_v, mask, what in grouped]
+        for lead, h, h_kv, n_q, n_k, d_h, d_v, mask, what in grouped] + [
+        Case(f"q {(*lead, h, n_q, d_h)}, h_kv={h_kv}, n_k={n_k}, sinks {h} logits, {what}",
+             (*qkv(lead, h, h_kv, n_q, n_k, d_h, d_h), mask), {"sinks": 2 * randn(g, h)},
+             note="sinks=s must work too: one more logit s_g per query head g in each row's softmax, whose "
+                  "weight goes to no value")
+        for lead, h, h_kv, n_q, n_k, d_h, mask, what in [
+            ((2,), 4, 2, 3, 5, 8, None, "no mask"),
+            ((2,), 6, 3, 4, 4, 16, tril(4, 0), "causal mask (n, n)"),
+            ((2,), 4, 1, 3, 5, 8, empty_row, "a row with every key masked")]]
 
 
 def _head_query_column(case, at):
@@ -321,31 +349,34 @@ EXERCISES = {
     "attention": Exercise(
         _attention_cases, _attention,
         "F.scaled_dot_product_attention with the boolean mask as attn_mask and enable_gqa=True (key/value "
-        "head ⌈g·h_kv/h⌉ serving query head g = 1..h), output by output",
+        "head ⌈g·h_kv/h⌉ serving query head g = 1..h), output by output; with sinks, gpt-oss's softmax with "
+        "one more logit per query head",
         "(b, n, d_h) and grouped heads h_kv = 1..3 of h = 4..8, leading dims, n_q ≠ n_k, d_v ≠ d_h, no mask, "
-        "padding, causal, random and per-head masks, n = 1, d_h = 1", {
+        "padding, causal, random and per-head masks, n = 1, d_h = 1, sinks with a fully masked row", {
             "the key/value heads were tiled (k.repeat), not repeated head by head: query head g reads the "
-            "key/value head of its group, ⌈g·h_kv/h⌉":
-                lambda q, k, v, m=None: _attention_as(q, k, v, m, heads="tile"),
+            "key/value head of its group, ⌈g·h_kv/h⌉": _attention_mistake(heads="tile"),
             "every query head read the first key/value head; query head g reads head ⌈g·h_kv/h⌉":
-                lambda q, k, v, m=None: _attention_as(q, k, v, m, heads="first"),
+                _attention_mistake(heads="first"),
+            "the sink logit was divided by √d_h with the scores; it joins the scaled scores as it is":
+                _attention_mistake(sink="scaled"),
+            "the sinks change nothing: ignored, added to every score (the softmax cannot see that) or their "
+            "weight handed back to the keys; the sink keeps its share, the keys' weights sum to less than 1":
+                lambda q, k, v, mask=None, sinks=None: _attention_as(q, k, v, mask),
             "the softmax runs over the queries (dim −2); it must run over the keys (dim −1)":
-                lambda q, k, v, m=None: _attention_as(q, k, v, m, dim=-2),
-            "the scores are not divided by √d_h":
-                lambda q, k, v, m=None: _attention_as(q, k, v, m, lambda q, v: 1.0),
+                _attention_mistake(dim=-2),
+            "the scores are not divided by √d_h": _attention_mistake(divide_by=lambda q, v: 1.0),
             "the scores are divided by d_h; divide by √d_h":
-                lambda q, k, v, m=None: _attention_as(q, k, v, m, lambda q, v: q.shape[-1]),
+                _attention_mistake(divide_by=lambda q, v: q.shape[-1]),
             "the scores are divided by √d_v; divide by √d_h, the width of q and k":
-                lambda q, k, v, m=None: _attention_as(q, k, v, m, lambda q, v: math.sqrt(v.shape[-1])),
+                _attention_mistake(divide_by=lambda q, v: math.sqrt(v.shape[-1])),
             "the scores are divided by √n_k, the number of keys; divide by √d_h, the width of q and k":
-                lambda q, k, v, m=None: _attention_as(q, k, v, m, lambda q, v: math.sqrt(v.shape[-2])),
+                _attention_mistake(divide_by=lambda q, v: math.sqrt(v.shape[-2])),
             "the scores are divided by √n_q, the number of queries; divide by √d_h, the width of q and k":
-                lambda q, k, v, m=None: _attention_as(q, k, v, m, lambda q, v: math.sqrt(q.shape[-2])),
+                _attention_mistake(divide_by=lambda q, v: math.sqrt(q.shape[-2])),
             "the scores are multiplied by √d_h; divide by it":
-                lambda q, k, v, m=None: _attention_as(q, k, v, m, lambda q, v: 1 / math.sqrt(q.shape[-1])),
-            "the mask is read the other way: True means 'may attend'":
-                lambda q, k, v, m=None: _attention_as(q, k, v, m, keep=False),
+                _attention_mistake(divide_by=lambda q, v: 1 / math.sqrt(q.shape[-1])),
+            "the mask is read the other way: True means 'may attend'": _attention_mistake(keep=False),
             "the mask is ignored":
-                lambda q, k, v, m=None: _attention_as(q, k, v)},
+                lambda q, k, v, mask=None, sinks=None: _attention_as(q, k, v, sinks=sinks)},
         where=_head_query_column),
 }
