@@ -205,10 +205,15 @@ def other_half_slopes(h):  # m2, m4, ... of the next power of two where m1, m3, 
     return press_slopes(c) + press_slopes(2 * c)[1::2][:h - c]
 
 
-def alibi_bias(n, h, sign=-1, naive=False, reverse=False, other_half=False, causal=False):
+def alibi_bias(n, h, heads=None, sign=-1, naive=False, reverse=False, other_half=False, causal=False,
+               shard_model=False, from_0=False):
+    if heads is not None and shard_model:  # the mistake: the slopes of a model of len(heads) heads
+        h, heads = len(heads), None
     slopes = [2 ** (-8 * (g + 1) / h) for g in range(h)] if naive else press_slopes(h)
     slopes = torch.tensor(other_half_slopes(h) if other_half else slopes)
     slopes = slopes.flip(0) if reverse else slopes
+    if heads is not None:  # head g is row g − 1 (from_0: row g, the mistake)
+        slopes = slopes[torch.tensor(list(heads)) - (0 if from_0 else 1)]
     i = torch.arange(n)
     bias = sign * slopes[:, None, None] * (i[:, None] - i[None, :]).abs()
     return bias.masked_fill(i[None, :] > i[:, None], -math.inf) if causal else bias
@@ -450,6 +455,10 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
     ("rope", rope_from_table, "float positions must work too: the angle is position·ω"),
     ("rope", P(rope, odd_refused=False), "d_h = 5 is odd, so coordinate l has no partner l + d_h/2: raise a "
      "ValueError"),
+    ("alibi_bias", P(alibi_bias, shard_model=True), "case n=4, h=12, heads=range(5, 9) (a shard): at head "
+     "g = 5, query i = 0, key j = 1: expected -0.03125, got -0.25 — this shard got the slopes of a model"),
+    ("alibi_bias", P(alibi_bias, from_0=True), "head g got m_(g+1); heads are numbered 1..h"),
+    ("alibi_bias", lambda n, h: alibi_bias(n, h), "heads=… must work too"),
     ("alibi_bias", P(alibi_bias, sign=1), "sign is flipped"),
     ("alibi_bias", P(alibi_bias, naive=True), "only for h a power of two"),
     ("alibi_bias", P(alibi_bias, reverse=True), "reverse order"),

@@ -1,10 +1,14 @@
 """Section 4's exercises (relative positional encoding) and the mistakes each names.
 
-* alibi_bias: sign flipped; the powers-of-two-only slopes 2^(−8g/h); the other half of the
-  interleaved slopes (m₂, m₄, … of the 2^(a+1)-head sequence); heads in reverse order; no absolute
-  value; the causal version (−∞ above the diagonal); slopes sorted steepest first. Reported by head
-  g = 1..h and positions (i, j). An answer that takes its slopes (or its bias) from transformers'
-  build_alibi_tensor, the reference, is told so in one line, as t5_bucket's is.
+* alibi_bias: its contract grew (issue 29): `heads=` a range of head numbers g (1..h) asks for those
+  rows only, as one device of a tensor-parallel model holds (BLOOM's shards), which the chapter never
+  meets; alibi_bias(n, h) is what it was. Mistakes: the shard given the slopes of a model of len(heads)
+  heads; head numbers read as indices from 0 (head g gets m_(g+1)); sign flipped; the
+  powers-of-two-only slopes 2^(−8g/h); the other half of the interleaved slopes (m₂, m₄, … of the
+  2^(a+1)-head sequence); heads in reverse order; no absolute value; the causal version (−∞ above the
+  diagonal); slopes sorted steepest first. Reported by head g = 1..h and positions (i, j). An answer
+  that takes its slopes (or its bias) from transformers' build_alibi_tensor, the reference, is told so
+  in one line, as t5_bucket's is.
 * t5_bucket: i − j (sign); bidirectional mixed up; one-sided buckets from |δ| (a future key in a
   bucket of its own); no clamp at the last bucket; the log part rounded to nearest (not down);
   one-sided a0 = B/4 (the bidirectional split's). Reported by offset δ. An answer that calls
@@ -50,22 +54,40 @@ def _alibi_from(slopes, n, distance=lambda i, j: -(i - j).abs()):
     return slopes[:, None, None] * distance(i, j).float()
 
 
-def _alibi_bias(n, h):
-    return _alibi_from(_alibi_slopes(h), n)
+def _shard(bias, heads):
+    """The heads g (numbered 1..h) of a full (h, n, n) bias: a tensor-parallel shard's."""
+    return bias if heads is None else bias[torch.tensor(list(heads)) - 1]
 
 
-def _alibi_causal(n, h):
-    return _alibi_bias(n, h).masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), -math.inf)
+def _alibi_bias(n, h, heads=None):
+    return _shard(_alibi_from(_alibi_slopes(h), n), heads)
+
+
+def _alibi_causal(n, h, heads=None):
+    causal = _alibi_bias(n, h).masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), -math.inf)
+    return _shard(causal, heads)
+
+
+def _alibi_mistake(full):
+    """full(n, h) -> (h, n, n), a mistaken whole bias, as an answer to alibi_bias (its shard's heads)."""
+    return lambda n, h, heads=None: _shard(full(n, h), heads)
 
 
 def _alibi_cases(g):
     sizes = [(5, 4), (5, 6)] + [(1 + h % 7, h) for h in range(1, 25)]  # every head count up to 24
-    return [Case(f"n={n}, h={h}{'' if h & (h - 1) == 0 else ' (h not a power of two)'}", (n, h))
-            for n, h in sizes]
+    cases = [Case(f"n={n}, h={h}{'' if h & (h - 1) == 0 else ' (h not a power of two)'}", (n, h))
+             for n, h in sizes]
+    return cases + [
+        Case(f"n={n}, h={h}, heads={heads} (a shard)", (n, h), {"heads": heads},
+             note="heads=… must work too: the rows of heads g in `heads` (numbered 1..h) of the h-head bias")
+        for n, h, heads in [(4, 12, range(5, 9)), (5, 8, range(5, 9)), (3, 6, range(4, 7)),
+                            (4, 8, range(1, 5)), (3, 24, range(17, 25)), (2, 5, [5])]]
 
 
 def _head_and_positions(case, at):
-    return f"at head g = {at[0] + 1}, query i = {at[1]}, key j = {at[2]}:"
+    heads = case.kwargs.get("heads")
+    g = at[0] + 1 if heads is None else list(heads)[at[0]]
+    return f"at head g = {g}, query i = {at[1]}, key j = {at[2]}:"
 
 
 # ----------------------------------------------------------------------------------- t5_bucket
@@ -182,26 +204,32 @@ def _query_and_key(case, at):
 EXERCISES = {
     "alibi_bias": Exercise(
         _alibi_cases, _alibi_bias,
-        "−m_g|i − j| with the slopes of transformers' BLOOM ALiBi (Press et al.'s)",
-        "every h from 1 to 24, n 1..7", {
+        "−m_g|i − j| with the slopes of transformers' BLOOM ALiBi (Press et al.'s), and a shard's rows of it",
+        "every h from 1 to 24, n 1..7, shards of 1..8 heads of h = 5..24", {
+            "this shard got the slopes of a model with len(heads) heads; head g keeps the slope m_g it has "
+            "among all h heads":
+                lambda n, h, heads=None: _alibi_bias(n, len(heads)) if heads is not None else None,
+            "the head numbers were read as indices from 0: head g got m_(g+1); heads are numbered 1..h":
+                lambda n, h, heads=None: _alibi_from(torch.cat([_alibi_slopes(h), _alibi_slopes(h)[-1:]]), n)[
+                    torch.tensor(list(heads))] if heads is not None else None,
             "the sign is flipped: the bias is −m·|i − j|, a penalty":
-                lambda n, h: -_alibi_bias(n, h),
+                _alibi_mistake(lambda n, h: -_alibi_bias(n, h)),
             "these slopes 2^(−8g/h) hold only for h a power of two; Press et al. add "
             "interleaved slopes from the next power of two for other h":
-                lambda n, h: _alibi_from(_geometric(h), n),
+                _alibi_mistake(lambda n, h: _alibi_from(_geometric(h), n)),
             "the extra heads got m₂, m₄, … of the 2^(a+1)-head sequence, which repeat slopes already "
             "used; Press et al. take m₁, m₃, m₅, …":
-                lambda n, h: _alibi_from(_other_half_slopes(h), n),
+                _alibi_mistake(lambda n, h: _alibi_from(_other_half_slopes(h), n)),
             "the heads are in reverse order: head g = 1 is the steepest":
-                lambda n, h: _alibi_bias(n, h).flip(0),
+                _alibi_mistake(lambda n, h: _alibi_bias(n, h).flip(0)),
             "this is the causal bias, −∞ for keys after the query; the exercise asks for both "
             "directions, −m_g|i − j| for j > i too":
                 _alibi_causal,
             "there is no absolute value: m·(j − i) is right only for j ≤ i; the bias is −m·|i − j|":
-                lambda n, h: _alibi_from(_alibi_slopes(h), n, lambda i, j: j - i),
+                _alibi_mistake(lambda n, h: _alibi_from(_alibi_slopes(h), n, lambda i, j: j - i)),
             "the slopes are sorted steepest first; Press et al. (and transformers) put the "
             "2^⌊log₂ h⌋ geometric ones first":
-                lambda n, h: _alibi_from(_alibi_slopes(h).sort(descending=True).values, n)},
+                _alibi_mistake(lambda n, h: _alibi_from(_alibi_slopes(h).sort(descending=True).values, n))},
         where=_head_and_positions,
         forbidden=("build_alibi_tensor", "transformers' build_alibi_tensor (BLOOM's ALiBi)")),
     "t5_bucket": Exercise(
