@@ -220,7 +220,11 @@ def alibi_bias(n, h, heads=None, sign=-1, naive=False, reverse=False, other_half
 
 
 def t5_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128, flip_sign=False,
-              one_sided_abs=False, rounded=False, a0_quarter=False):
+              one_sided_abs=False, rounded=False, a0_quarter=False, queries_first=False):
+    if isinstance(relative_position, tuple):  # the last n_q of n_k positions (queries_first: at 0..n_q − 1)
+        n_q, n_k = relative_position
+        relative_position = torch.arange(n_k)[None] - (torch.arange(n_q)[:, None] + (0 if queries_first else
+                                                                                      n_k - n_q))
     if flip_sign:
         relative_position = -relative_position
     buckets = 0
@@ -466,6 +470,12 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
      "got -0.25 — the extra heads got m₂, m₄, … of the 2^(a+1)-head sequence"),
     ("alibi_bias", P(alibi_bias, causal=True), "at head g = 1, query i = 0, key j = 1: expected -0.25, got "
      "-inf — this is the causal bias"),
+    ("t5_bucket", P(t5_bucket, queries_first=True), "case relative_position (3, 200) (n_q, n_k), "
+     "bidirectional=False: at δ = -197 (query 0, key 0): expected 31, got 0 — the queries were put at "
+     "positions 0..n_q − 1"),
+    ("t5_bucket", lambda r, bidirectional=True, num_buckets=32, max_distance=128: t5_bucket(
+        r if isinstance(r, torch.Tensor) else torch.tensor(r), bidirectional, num_buckets, max_distance),
+     "relative_position may be a pair (n_q, n_k) too"),
     ("t5_bucket", P(t5_bucket, flip_sign=True), "i − j"),
     ("t5_bucket", lambda r, bidirectional=True, **kw: t5_bucket(r, not bidirectional, **kw), "mixed up"),
     ("t5_bucket", t5_reference, "case relative_position j − i for n=12, defaults: your function calls "

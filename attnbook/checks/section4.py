@@ -9,10 +9,14 @@
   diagonal); slopes sorted steepest first. Reported by head g = 1..h and positions (i, j). An answer
   that takes its slopes (or its bias) from transformers' build_alibi_tensor, the reference, is told so
   in one line, as t5_bucket's is.
-* t5_bucket: i − j (sign); bidirectional mixed up; one-sided buckets from |δ| (a future key in a
-  bucket of its own); no clamp at the last bucket; the log part rounded to nearest (not down);
-  one-sided a0 = B/4 (the bidirectional split's). Reported by offset δ. An answer that calls
-  transformers' _relative_position_bucket (T5's or a copy in another model) is told so in one line.
+* t5_bucket: its contract grew (issue 29): relative_position may be a pair (n_q, n_k), asking for the
+  (n_q, n_k) buckets of n_q queries that are the last of n_k positions (a decoder step after a KV cache,
+  what T5's compute_bias needs past_seen_tokens for), which the chapter never meets; offsets in are
+  what they were. Mistakes: the queries put at 0..n_q − 1; i − j (sign); bidirectional mixed up;
+  one-sided buckets from |δ| (a future key in a bucket of its own); no clamp at the last bucket; the log
+  part rounded to nearest (not down); one-sided a0 = B/4 (the bidirectional split's). Reported by
+  offset δ. An answer that calls transformers' _relative_position_bucket (T5's or a copy in another
+  model) is told so in one line.
 * skew: its contract changed twice (issue 29): the queries are the *last* n_q of n_k positions, so the
   chapter's square skew (n_q = n_k) is one case of it; and with `n_k` given it is the two-way skew of
   such queries, (..., n_q, n_k + n_q − 1) → (..., n_q, n_k), every entry defined, of which the chapter's
@@ -91,9 +95,18 @@ def _head_and_positions(case, at):
 
 
 # ----------------------------------------------------------------------------------- t5_bucket
+def _last_queries(n_q, n_k, first=None):
+    """(n_q, n_k) offsets δ = j − p of key j from query t at position p = n_k − n_q + t, the last n_q
+    of n_k positions (first: the queries' first position, the mistake's 0)."""
+    first = n_k - n_q if first is None else first
+    return torch.arange(n_k)[None, :] - (first + torch.arange(n_q))[:, None]
+
+
 def _t5_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
     from transformers.models.t5.modeling_t5 import T5Attention
 
+    if isinstance(relative_position, tuple):  # (n_q, n_k): the queries are the last n_q positions
+        relative_position = _last_queries(*relative_position)
     return T5Attention._relative_position_bucket(relative_position, bidirectional, num_buckets, max_distance)
 
 
@@ -114,6 +127,11 @@ def _t5_written_out(relative_position, bidirectional=True, num_buckets=32, max_d
     return side + torch.where(distance < exact, distance, far.clamp(max=half - 1) if clamp else far)
 
 
+def _pair(relative_position):
+    """Offsets, from a pair (n_q, n_k) of last queries too (for mistakes)."""
+    return _last_queries(*relative_position) if isinstance(relative_position, tuple) else relative_position
+
+
 def _t5_cases(g):
     n = 12
     offsets = torch.arange(n)[None, :] - torch.arange(n)[:, None]
@@ -125,11 +143,17 @@ def _t5_cases(g):
              (torch.arange(-50, 51), {"bidirectional": False, "num_buckets": 8, "max_distance": 20},
               "−50..50, bidirectional=False, 8 buckets, max_distance 20"),
              (torch.tensor([0]), {}, "[0]")]
-    return [Case(f"relative_position {what}", (rel,), kwargs) for rel, kwargs, what in specs]
+    return [Case(f"relative_position {what}", (rel,), kwargs) for rel, kwargs, what in specs] + [
+        Case(f"relative_position ({n_q}, {n_k}) (n_q, n_k){what}", ((n_q, n_k),), kwargs,
+             note="relative_position may be a pair (n_q, n_k) too: the (n_q, n_k) buckets of n_q queries "
+                  "that are the last of n_k positions (query t at n_k − n_q + t)")
+        for n_q, n_k, kwargs, what in [(3, 200, {"bidirectional": False}, ", bidirectional=False"),
+                                       (2, 150, {}, ""), (5, 5, {}, " (n_q = n_k)")]]
 
 
 def _offset(case, at):
-    delta = int(case.args[0][at])
+    rel = case.args[0]
+    delta = int((_last_queries(*rel) if isinstance(rel, tuple) else rel)[at])
     return f"at δ = {delta:+d}{f' (query {at[0]}, key {at[1]})' if len(at) == 2 else ''}:"
 
 
@@ -234,24 +258,30 @@ EXERCISES = {
         forbidden=("build_alibi_tensor", "transformers' build_alibi_tensor (BLOOM's ALiBi)")),
     "t5_bucket": Exercise(
         _t5_cases, _t5_bucket, "transformers' T5Attention._relative_position_bucket",
-        "δ −300..300, bidirectional and not, other bucket counts and distances", {
+        "δ −300..300, bidirectional and not, other bucket counts and distances, pairs (n_q, n_k) of last "
+        "queries", {
+            "the queries were put at positions 0..n_q − 1; they are the last n_q of the n_k positions "
+            "(query t at n_k − n_q + t), after the cached ones":
+                lambda r, bidirectional=True, **kw: _t5_bucket(_last_queries(*r, first=0), bidirectional,
+                                                               **kw) if isinstance(r, tuple) else None,
             "this is i − j: the sign is flipped; relative_position is δ = j − i":
-                lambda r, bidirectional=True, **kw: _t5_bucket(-r, bidirectional, **kw),
+                lambda r, bidirectional=True, **kw: _t5_bucket(-_pair(r), bidirectional, **kw),
             "bidirectional and unidirectional are mixed up":
-                lambda r, bidirectional=True, **kw: _t5_bucket(r, not bidirectional, **kw),
+                lambda r, bidirectional=True, **kw: _t5_bucket(_pair(r), not bidirectional, **kw),
             "one-sided buckets were taken from |δ|, so a future key (δ > 0) gets a bucket of its own; "
             "with bidirectional=False every δ > 0 goes to bucket 0 (distance max(−δ, 0))":
-                lambda r, bidirectional=True, **kw: _t5_written_out(r, bidirectional, **kw,
+                lambda r, bidirectional=True, **kw: _t5_written_out(_pair(r), bidirectional, **kw,
                                                                     one_sided_distance=torch.abs),
             "the log part was rounded to the nearest bucket; T5 rounds it down":
-                lambda r, bidirectional=True, **kw: _t5_written_out(r, bidirectional, **kw,
+                lambda r, bidirectional=True, **kw: _t5_written_out(_pair(r), bidirectional, **kw,
                                                                     rounding=torch.round),
             "one-sided, a0 was taken as in the bidirectional split (B/4); one-sided there is one side, with "
             "all B buckets, and a0 is half of them":
-                lambda r, bidirectional=True, **kw: _t5_written_out(r, bidirectional, **kw,
+                lambda r, bidirectional=True, **kw: _t5_written_out(_pair(r), bidirectional, **kw,
                                                                     one_sided_exact=lambda b: b // 4),
             "distances at or beyond max_distance are not clamped to the last bucket of their side":
-                lambda r, bidirectional=True, **kw: _t5_written_out(r, bidirectional, **kw, clamp=False)},
+                lambda r, bidirectional=True, **kw: _t5_written_out(_pair(r), bidirectional, **kw,
+                                                                    clamp=False)},
         where=_offset, forbidden=("_relative_position_bucket", "transformers' _relative_position_bucket")),
     "skew": Exercise(
         _skew_cases, _skew, "a direct gather of column j − t + n_q − 1 (offset j − (n_k − n_q + t))",
