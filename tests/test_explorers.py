@@ -291,7 +291,7 @@ def test_attention_explorer_follows_its_controls(explorers):
         live.controls["d"].value = 10  # as a reader drags d: 4 does not divide 10, the nearest divisor is 5
         assert list(heads_menu.options) == [1, 2, 5]
         assert live.shown == live.values() == dict(d=10, n=10, heads=5, valid=10, causal=False)
-        assert ax.get_title(loc="left") == "n = 10: 5 heads of width 2"
+        assert ax.get_title(loc="left") == "d = 10, n = 10, valid length 10: 5 heads of width 2"
         live.controls["d"].value = 16  # back to the reader's choice
         assert heads_menu.value == 4 and live.shown == live.values()
 
