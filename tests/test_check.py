@@ -428,17 +428,17 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
     ("sinusoidal_encoding", P(sinusoidal_encoding, from_0=True), "case positions [40, 41, 42] (a cache "
      "continuing at 40), d=16: at position i = 40, column 0: expected 0.745113, got 0 — these are the rows "
      "of positions 0..len − 1"),
-    ("sinusoidal_encoding", P(sinusoidal_encoding, cut_halves=True), "case grid (H, W) = (3, 4), d=8: at "
-     "patch (row 0, column 1), entry 6: expected 0.00999983, got 0.0998334 — each half was cut from the "
+    ("sinusoidal_encoding", P(sinusoidal_encoding, cut_halves=True), "case grid (n1, n2) = (3, 4), d=8: at "
+     "patch (i1, i2) = (0, 1), entry 6: expected 0.00999983, got 0.0998334 — each half was cut from the "
      "width-d encoding"),
     ("sinusoidal_encoding", P(sinusoidal_encoding, rows_last=True), "the halves are swapped"),
     ("sinusoidal_encoding", P(sinusoidal_encoding, flattened=True),
      "the 1-D encoding of the flattened index"),
-    ("sinusoidal_encoding", P(sinusoidal_encoding, odd_grid_ok=True), "case grid (H, W) = (2, 2), d=7 (odd "
+    ("sinusoidal_encoding", P(sinusoidal_encoding, odd_grid_ok=True), "case grid (n1, n2) = (2, 2), d=7 (odd "
      "d): returned Tensor, expected a ValueError — a grid splits d into two halves"),
     ("sinusoidal_encoding", lambda n, d: sinusoidal_encoding(n, d) if not isinstance(n, tuple) else
      sinusoidal_encoding(n[0] * n[1], d), "returned shape (12, 8), expected (3, 4, 8) — n may be a pair "
-     "(H, W) too"),
+     "(n1, n2) too"),
     ("rope", P(rope, interleaved=True), "interleaved pairing (2l, 2l+1)"),
     ("rope", P(rope, ignore_positions=True), "positions are ignored"),
     ("rope", P(rope, direction=-1), "wrong way"),
@@ -788,7 +788,7 @@ CHAPTER_CELLS = [  # (exercise, the chapter's cell as a reader would copy it, wh
      "n may be a tensor of positions too"),
     ("sinusoidal_encoding",  # the answer for positions alone: the pair read as two positions
      lambda n, d: sinusoidal_encoding(torch.tensor(n) if isinstance(n, tuple) else n, d),
-     "returned shape (2, 8), expected (3, 4, 8) — n may be a pair (H, W) too"),
+     "returned shape (2, 8), expected (3, 4, 8) — n may be a pair (n1, n2) too"),
     ("attention_flops", lambda n, d, cached=0: 8 * n * d**2 + 4 * n * (n + cached) * d,  # no window
      "window=w must work too"),
     ("alibi_bias", chapter_alibi_causal_bias, "this is the causal bias"),

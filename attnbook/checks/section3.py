@@ -8,11 +8,11 @@
   odd d the exponent over d + 1 or d − 1 (d made even); the angles computed in float32; the positions
   replaced by 0..len − 1. An odd d that fails otherwise is diagnosed by where: the full pairs first
   (their frequencies), then the last column. Reported by position i and column.
-  A second twist the chapter does not show: `n` may be a pair (H, W), an image's grid of patches, giving
-  (H, W, d), d even (odd d: a ValueError): the first d/2 columns encode the patch's row r, the last d/2
-  its column c, each half a complete encoding of width d/2 (ω_ℓ = 10000^(−2ℓ/(d/2))), as 2-D sine-cosine
+  A second twist the chapter does not show: `n` may be a pair (n1, n2), an image's grid of patches, giving
+  (n1, n2, d), d even (odd d: a ValueError): the first d/2 entries encode the patch's row i1, the last d/2
+  its column i2, each half a complete encoding of width d/2 (ω_ℓ = 10000^(−2ℓ/(d/2))), as 2-D sine-cosine
   tables of vision transformers do. Mistakes: each half cut from the width-d encoding; the halves swapped;
-  the 1-D encoding of the flattened index r·W + c. Reported by patch (r, c) and entry.
+  the 1-D encoding of the flattened index i1·n2 + i2. Reported by patch (i1, i2) and entry.
 """
 import torch
 
@@ -75,12 +75,12 @@ def _sinusoidal_cases(g):
     positions = [([40, 41, 42], 16, "a cache continuing at 40"), ([[0, 0, 1, 2], [3, 4, 5, 6]], 8, "(b, n)"),
                  ([[0, 1, 2], [99_997, 99_998, 99_999]], 16, "(b, n), up to 99,999"),
                  ([65_536, 7, 12_345], 8, "out of order"), ([70_001, 3], 7, "odd d")]
-    grid_note = ("n may be a pair (H, W) too: (H, W, d), the first d/2 columns for the patch's row, the last "
-                 "d/2 for its column")
-    grids = [Case(f"grid (H, W) = {hw}, d={d}{what}", (hw, d), note=grid_note)
+    grid_note = ("n may be a pair (n1, n2) too: (n1, n2, d), the first d/2 entries for the patch's row i1, "
+                 "the last d/2 for its column i2")
+    grids = [Case(f"grid (n1, n2) = {hw}, d={d}{what}", (hw, d), note=grid_note)
              for hw, d, what in [((3, 4), 8, ""), ((2, 5), 12, ""), ((4, 3), 6, " (d/2 odd)"),
                                  ((1, 1), 2, "")]]
-    odd_grid = Case("grid (H, W) = (2, 2), d=7 (odd d)", ((2, 2), 7), raises=ValueError,
+    odd_grid = Case("grid (n1, n2) = (2, 2), d=7 (odd d)", ((2, 2), 7), raises=ValueError,
                     note="a grid splits d into two halves of d/2: raise a ValueError for odd d")
     return cases + [Case(f"positions {p} ({what}), d={d}", (torch.tensor(p), d),
                          note=_far(torch.tensor(p), d)) for p, d, what in positions] + grids + [odd_grid]
@@ -112,7 +112,7 @@ def _over_even(d, odd_d):
 def _position_and_column(case, at):
     n = case.args[0]
     if isinstance(n, tuple):
-        return f"at patch (row {at[0]}, column {at[1]}), entry {at[2]}:"
+        return f"at patch (i1, i2) = ({at[0]}, {at[1]}), entry {at[2]}:"
     position = int(n[at[:-1]]) if isinstance(n, torch.Tensor) else at[0]
     return f"at position i = {position:,}, column {at[-1]}:"
 
@@ -122,7 +122,7 @@ EXERCISES = {
         _sinusoidal_cases, _sinusoidal_encoding,
         "transformers' sinusoidal table (DistilBERT), entry by entry; for a tensor of positions the same "
         "formula in float64, rounded once to float32; for a grid, two halves of that table at width d/2",
-        "n 1..50, d 1..32, odd d; positions (n,) and (b, n) up to 99,999; grids (H, W) up to 5, d/2 odd", {
+        "n 1..50, d 1..32, odd d; positions (n,) and (b, n) up to 99,999; grids (n1, n2) up to 5, d/2 odd", {
             "these are sin and cos halves side by side; interleave them (sin at 2l, cos at 2l + 1)":
                 _sin_cos_halves,
             "the exponent is l/d; it is 2l/d (ω_l = 10000^(−2l/d))":
@@ -142,11 +142,11 @@ EXERCISES = {
             "each half was cut from the width-d encoding, so its slow pairs are missing; each half is a "
             "complete encoding of width d/2 in its own right":
                 lambda n, d: _grid(n, d, half=lambda k, width: _sinusoidal_encoding(k, 2 * width)[:, :width]),
-            "the halves are swapped: the first d/2 columns encode the patch's row r, the last d/2 its "
-            "column c":
+            "the halves are swapped: the first d/2 entries encode the patch's row i1, the last d/2 its "
+            "column i2":
                 lambda n, d: _grid(n, d, swap=True),
-            "this is the 1-D encoding of the flattened index r·W + c; a grid encodes the row and the column "
-            "each in its own half":
+            "this is the 1-D encoding of the flattened index i1·n2 + i2; a grid encodes the row and the "
+            "column each in its own half":
                 lambda n, d: _sinusoidal_encoding(n[0] * n[1], d).reshape(*n, d)},
         where=_position_and_column),
 }
