@@ -19,13 +19,13 @@ from attnbook.device import (  # noqa: E402
     show_setup_errors_in_one_line,
 )
 from attnbook.figures import png_bytes, use_png_figures  # noqa: E402
-from attnbook.memory import NewStorage  # noqa: E402
+from attnbook.memory import NewStorage, cuda_peak_bytes  # noqa: E402
 from attnbook.timing import mean_ms, median_ms, report  # noqa: E402
 from attnbook.widgets import LiveFigure  # noqa: E402
 
-__all__ = ["DeviceChoiceError", "LiveFigure", "NewStorage", "NoGPUError", "check", "describe",
-           "deterministic", "mean_ms", "median_ms", "pick_device", "place_tensors_on", "png_bytes", "report",
-           "setup", "use_png_figures"]
+__all__ = ["DeviceChoiceError", "LiveFigure", "NewStorage", "NoGPUError", "check", "cuda_peak_bytes",
+           "describe", "deterministic", "mean_ms", "median_ms", "pick_device", "place_tensors_on",
+           "png_bytes", "report", "setup", "use_png_figures"]
 
 
 def setup():

@@ -28,3 +28,16 @@ class NewStorage(TorchDispatchMode):
                 if size > self.largest_bytes:
                     self.largest_bytes, self.largest_shape = size, tuple(x.shape)
         return out
+
+
+def cuda_peak_bytes(fn, *args, **kwargs):
+    """Run `fn(*args, **kwargs)` on CUDA; return (the bytes it added to the allocator at its peak,
+    above what was allocated before, its result included; its result). The CPU has no such counter."""
+    import torch
+
+    torch.cuda.synchronize()
+    start = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    result = fn(*args, **kwargs)
+    torch.cuda.synchronize()
+    return torch.cuda.max_memory_allocated() - start, result

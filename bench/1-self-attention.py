@@ -5,15 +5,6 @@
 # one skips writing the (batch, h, n, n) weights to memory and reading them back, so the ratio is
 # what that costs. On CUDA it also checks, from the allocator's statistics, that the fused call's
 # peak stays below the size of those weights while the written-out one reaches it.
-def peak_mib(fn):  # memory fn adds at its peak (CUDA's allocator statistics); the CPU has no counter
-    torch.cuda.synchronize()
-    before = torch.cuda.memory_allocated()
-    torch.cuda.reset_peak_memory_stats()
-    fn()
-    torch.cuda.synchronize()
-    return (torch.cuda.max_memory_allocated() - before) / 2**20
-
-
 timed_layer = MultiHeadSelfAttention(64, 4).to(device).eval()
 with torch.no_grad():
     for n_timed in [128, 256, 512] if device.type == 'cpu' else [1024, 2048, 4096, 8192]:
@@ -23,7 +14,7 @@ with torch.no_grad():
         weights_mib = 2 * 4 * n_timed * n_timed * 4 / 2**20  # batch 2, 4 heads, n x n, float32
         peaks = ''
         if device.type == 'cuda':  # the fused call keeps no (batch, h, n, n) tensor; the explicit one does
-            explicit_mib, fused_mib = peak_mib(explicit), peak_mib(fused)
+            explicit_mib, fused_mib = (attnbook.cuda_peak_bytes(fn)[0] / 2**20 for fn in (explicit, fused))
             assert fused_mib < weights_mib <= explicit_mib, (n_timed, fused_mib, explicit_mib)
             peaks = f'; peak MiB written-out {explicit_mib:.1f}, fused {fused_mib:.1f}'
         explicit_ms, fused_ms = attnbook.mean_ms(explicit, number=3), attnbook.mean_ms(fused, number=3)

@@ -26,15 +26,6 @@ dtype = torch.bfloat16 if cuda else torch.float32
 SIZES = [4096, 16384] if cuda else [512, 1024]
 
 
-def cuda_peak_bytes(fn, *args, **kwargs):
-    torch.cuda.synchronize()
-    torch.cuda.reset_peak_memory_stats()
-    start = torch.cuda.memory_allocated()
-    fn(*args, **kwargs)
-    torch.cuda.synchronize()
-    return torch.cuda.max_memory_allocated() - start
-
-
 for n in SIZES:
     generator = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(1, heads, n, head_width, generator=generator).to(device, dtype) for _ in range(3))
@@ -48,8 +39,8 @@ for n in SIZES:
     attnbook.report(f'SDPA with the ALiBi mask / causal without a mask, time, n={n}, {device.type}',
                     masked_ms / causal_ms, detail=f'{masked_ms:.2f} ms vs {causal_ms:.2f} ms')
     if cuda:
-        masked_peak = cuda_peak_bytes(F.scaled_dot_product_attention, q, k, v, attn_mask=mask)
-        causal_peak = cuda_peak_bytes(F.scaled_dot_product_attention, q, k, v, is_causal=True)
+        masked_peak = attnbook.cuda_peak_bytes(F.scaled_dot_product_attention, q, k, v, attn_mask=mask)[0]
+        causal_peak = attnbook.cuda_peak_bytes(F.scaled_dot_product_attention, q, k, v, is_causal=True)[0]
         attnbook.report(f'SDPA with the ALiBi mask, CUDA peak besides the inputs / mask bytes, n={n}',
                         masked_peak / mask.nbytes,
                         detail=f'{masked_peak / 2**20:.0f} MiB with the mask, '
