@@ -23,6 +23,7 @@ from attnbook import device as book_device
 from attnbook.checks import EXERCISES, check
 from attnbook.checks.section1 import _attention
 from attnbook.checks.section2 import _attention_flops
+from attnbook.checks.section5 import _rope
 from attnbook.checks.section6 import _ntk_frequencies
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -31,7 +32,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 # ----------------------------------------------------------------------------------- answers
 def masked_softmax(scores, valid_lens=None, causal=False, fill=-math.inf, dim=-1, inclusive=False,
                    per_query=True, additive=False, detach=False, top_left=False, zero_after=False,
-                   head_axes=True):
+                   head_axes=True, keep_nan=False):
     n_q, n_k = scores.shape[-2:]
     keep = torch.ones(n_q, n_k, dtype=torch.bool, device=scores.device)
     if causal:  # query t sits at position n_k - n_q + t (top_left: at t, as SDPA's is_causal)
@@ -52,7 +53,8 @@ def masked_softmax(scores, valid_lens=None, causal=False, fill=-math.inf, dim=-1
         masked = scores + torch.zeros_like(scores).masked_fill(~keep, fill)
     else:  # masked_fill's backward gives the masked entries (an empty row: all of them) zero gradient
         masked = scores.masked_fill(~keep, fill)
-    weights = F.softmax(masked, dim=dim).nan_to_num(0.0)
+    weights = F.softmax(masked, dim=dim)  # keep_nan: an empty row left NaN
+    weights = weights if keep_nan else weights.nan_to_num(0.0)
     return weights.detach() if detach else weights
 
 
@@ -71,8 +73,9 @@ def masked_softmax_unmasked_empty_rows(scores, valid_lens=None, causal=False):
     return torch.where(has_key, weights, 0.0)
 
 
-def causal_mask(n, window=None, chunk=None, diagonal=0, transpose=False, wider=0, both_ways=False,
-                chunk_as_window=False, late=0):
+def causal_mask(n, window=None, chunk=None, documents=None, diagonal=0, transpose=False, wider=0,
+                both_ways=False, chunk_as_window=False, late=0, across=False, whole_documents=False,
+                documents_late=False):
     mask = torch.ones(n, n, dtype=torch.bool).tril(diagonal)
     i, j = torch.arange(n)[:, None], torch.arange(n)
     if chunk is not None and chunk_as_window:  # the mistake: a sliding window of c keys
@@ -82,11 +85,17 @@ def causal_mask(n, window=None, chunk=None, diagonal=0, transpose=False, wider=0
     if chunk is not None:  # chunks 0..c-1, c..2c-1, ... (late: each starting that many positions late)
         same = (i + late) // chunk == (j + late) // chunk
         mask = same if both_ways else mask & same
+    if documents is not None and not across:  # document ids numbered by repeat_interleave
+        document = torch.arange(len(documents)).repeat_interleave(torch.tensor(documents))
+        if documents_late:  # the mistake: each boundary token counted in the document before
+            document = torch.cat([document[:1], document[:-1]])
+        same = document[:, None] == document
+        mask = same if whole_documents else mask & same
     return mask.T if transpose else mask
 
 
 def attention(q, k, v, mask=None, sinks=None, scale=lambda q, v: math.sqrt(q.shape[-1]), dim=-1, tiled=False,
-              sink_scaled=False, sink_added=False, renormalised=False):
+              sink_scaled=False, sink_added=False, renormalised=False, sink_after=False):
     group = q.shape[-3] // k.shape[-3]  # query heads per key/value head (dim −3)
     if tiled:  # heads (0, 1, 0, 1) where (0, 0, 1, 1) is asked
         k, v = (x.repeat(*[1] * (x.dim() - 3), group, 1, 1) for x in (k, v))
@@ -100,6 +109,8 @@ def attention(q, k, v, mask=None, sinks=None, scale=lambda q, v: math.sqrt(q.sha
     sinks = (sinks / scale(q, v) if sink_scaled else sinks)[:, None, None]
     if sink_added:  # the mistake: the sink added to every score
         return torch.softmax(scores + sinks, dim=dim) @ v
+    if sink_after:  # the mistake: the keys' softmax, then the sink's share taken off (NaN on a masked row)
+        return torch.softmax(scores, dim=-1) * (1 - torch.sigmoid(sinks - scores.logsumexp(-1, True))) @ v
     weights = torch.cat([scores, sinks.expand(*scores.shape[:-1], 1)], -1).softmax(-1)[..., :-1]
     if renormalised:  # the mistake: the sink's weight handed back to the keys
         weights = weights / weights.sum(-1, keepdim=True)
@@ -121,7 +132,7 @@ def attention_flops(n, d, cached=0, window=None, projections=4, per_multiply_add
 
 def sinusoidal_encoding(n, d, pair=2, swap=False, halves=False, odd_ok=True, even_d=False,
                         dtype=torch.float64, from_0=False, cut_halves=False, rows_last=False, flattened=False,
-                        odd_grid_ok=False):
+                        odd_grid_ok=False, mixed=False, sines_first=False):
     if isinstance(n, tuple):  # an image's grid (H, W): row half, then column half, each of width d/2
         (H, W), half = n, d // 2
         if d % 2 and not odd_grid_ok:
@@ -129,8 +140,10 @@ def sinusoidal_encoding(n, d, pair=2, swap=False, halves=False, odd_ok=True, eve
         if flattened:  # the mistake: the 1-D encoding of r·W + c
             return sinusoidal_encoding(H * W, d).reshape(H, W, d)
         encode = (lambda k: sinusoidal_encoding(k, d)[:, :half]) if cut_halves else (
-            lambda k: sinusoidal_encoding(k, half))
+            lambda k: sinusoidal_encoding(k, half, halves=sines_first))
         rows, columns = encode(H)[:, None].expand(H, W, half), encode(W)[None].expand(H, W, half)
+        if mixed:  # the mistake: row, column, row, … entry by entry
+            return torch.stack([rows, columns], -1).flatten(-2)
         return torch.cat([columns, rows] if rows_last else [rows, columns], -1)
     over = d + d % 2 if even_d else d  # even_d: the exponent over d rounded up to even
     exponents = -pair * torch.arange((d + 1) // 2, dtype=dtype) / over
@@ -153,19 +166,32 @@ def per_column_frequency(n, d):
     return torch.where(j % 2 == 0, angles.sin(), angles.cos())
 
 
-def rope(x, positions, interleaved=False, ignore_positions=False, direction=1, pair=2, odd_refused=True,
-         head_axis=True, angles_in=None, float32_out=False, whole=False):
+def rope(x, positions, grid=False, interleaved=False, ignore_positions=False, direction=1, pair=2,
+         odd_refused=True, head_axis=True, angles_in=None, float32_out=False, whole=False, neighbours=False,
+         grid_by=(0, 1), grid_split="pairs", grid_width=2, quarter_refused=True):
     d = x.shape[-1]
     if whole:  # positions cut to whole numbers, as a cos/sin table read at each position would need
         positions = positions.long()
     if d % 2 and odd_refused:
         raise ValueError(f"RoPE rotates pairs: d_h = {d} must be even")
+    if grid and d % 4 and quarter_refused:
+        raise ValueError(f"a grid gives half the pairs to rows, half to columns: d_h = {d} must divide by 4")
+    if grid and grid_split == "coordinates":  # the mistake: each half of the coordinates its own RoPE
+        halves = (rope(x[..., :d // 2], positions[..., 0]), rope(x[..., d // 2:], positions[..., 1]))
+        return torch.cat(halves, -1)
     if ignore_positions:
         positions = torch.arange(x.shape[-2], device=x.device)
     omega = 10000 ** (-pair * torch.arange(d // 2, device=x.device) / d)
     # float32 angles whatever x's dtype (angles_in: x's dtype, the mistake); the products in float32
     angle_dtype = angles_in or torch.float32
-    theta = direction * positions[..., None].to(angle_dtype) * omega.to(angle_dtype)
+    if grid:  # pairs l < d/4 by the row, the others by the column, each half at the width-d/2 frequencies
+        half = 10000 ** (-4 * torch.arange(d // 4, device=x.device) / d)  # a width-d/2 RoPE's frequencies
+        upper = half if grid_width == 2 else omega[d // 4:]  # the width-d frequencies kept: the mistake
+        rows, cols = (positions[..., i, None].to(angle_dtype) for i in grid_by)
+        theta = torch.cat([rows * (half if grid_width == 2 else omega[:d // 4]), cols * upper], -1)
+        positions = positions[..., 0]
+    else:
+        theta = direction * positions[..., None].to(angle_dtype) * omega.to(angle_dtype)
     if positions.dim() == 2 and head_axis:  # (b, 1, ..., n, d/2): sequence b's row, every head
         theta = theta.reshape(theta.shape[0], *[1] * (x.dim() - 3), *theta.shape[1:])
     cos, sin = theta.cos().float(), theta.sin().float()
@@ -173,6 +199,9 @@ def rope(x, positions, interleaved=False, ignore_positions=False, direction=1, p
     if interleaved:
         x1, x2 = x[..., 0::2], x[..., 1::2]
         return torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1).flatten(-2).to(out_dtype)
+    if neighbours:  # the mistake: cos, sin laid out ω0, ω0, ω1, ω1, … for rotate_half's (l, l + d/2) pairs
+        cos, sin = cos.repeat_interleave(2, -1), sin.repeat_interleave(2, -1)
+        return (x * cos + torch.cat([-x[..., d // 2:], x[..., :d // 2]], -1) * sin).to(out_dtype)
     x1, x2 = x[..., :d // 2], x[..., d // 2:]
     return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1).to(out_dtype)
 
@@ -256,7 +285,7 @@ def skew_square_only(rel_logits):  # the chapter's skew_by_pad: right for n_q = 
     return F.pad(rel_logits, (1, 0)).reshape(*rel_logits.shape[:-2], n + 1, n)[..., 1:, :]
 
 
-def skew_full(rel):  # the chapter's two-way skew (section 4, deeper part): right for n_q = n_k only
+def skew_full(rel):  # a two-way skew written for n_q = n_k (rows of 2n − 1 from n entries in): square only
     n = rel.shape[-2]
     flat = F.pad(rel, (1, 0)).flatten(-2)[..., n:]
     return flat.reshape(*rel.shape[:-2], n, 2 * n - 1)[..., :n]
@@ -289,6 +318,10 @@ def skew_by_gather(rel_logits, sign=1):  # sign=-1: the column of offset i − j
     return rel_logits.gather(-1, columns.expand(rel_logits.shape))
 
 
+def skew_one_way(rel_logits, n_k=None):  # the causal skew of the first n_k columns, where both ways are asked
+    return skew(rel_logits if n_k is None else rel_logits[..., :n_k])
+
+
 def skew_from_position_0(rel_logits):  # query t taken to sit at position t
     n_q, n_k = rel_logits.shape[-2:]
     t, j = torch.arange(n_q)[:, None], torch.arange(n_k)
@@ -296,20 +329,25 @@ def skew_from_position_0(rel_logits):  # query t taken to sit at position t
     return rel_logits.gather(-1, columns.expand(rel_logits.shape))
 
 
-def ntk_frequencies(d, base, scale=None, pair=None, wavelength=None, exponent=True, interpolate=False,
-                    dtype=torch.float64, pair_exponent=2, refuse_2=True, last_pair_always=False, pair_shift=0,
-                    upside_down=False, turn=2 * math.pi, says_pair=True):
+def ntk_frequencies(d, base, scale=None, factors=None, n_train=None, seq_len=None, exponent=True,
+                    interpolate=False, dtype=torch.float64, pair_exponent=2, refuse_2=True, says_half=True,
+                    at_n_train=False, always=None, multiply=False, into_base=False):
+    omega = base ** (-pair_exponent * torch.arange(d // 2, dtype=torch.float64) / d)
+    if factors is not None:  # LongRoPE: one factor per pair, the long list once the input is longer
+        short, long = (torch.tensor(f, dtype=torch.float64) for f in factors)
+        if len(short) != d // 2 or len(long) != d // 2:  # says_half=False: the right error, other words
+            raise ValueError(f"{'d/2' if says_half else 'one per pair'} = {d // 2} factors, got {len(short)}")
+        longer = seq_len is not None and (seq_len >= n_train if at_n_train else seq_len > n_train)
+        chosen = long if (longer if always is None else always == "long") else short
+        if into_base:
+            exponents = pair_exponent * torch.arange(d // 2, dtype=torch.float64) / d
+            return ((base * chosen) ** -exponents).to(dtype)
+        return (omega * chosen if multiply else omega / chosen).to(dtype)
     if d < 4 and refuse_2:
         raise ValueError(f"NTK-aware scaling needs d >= 4, got d = {d}")
-    slowed = (d // 2 - 1 if pair is None or last_pair_always else pair) + pair_shift
-    if slowed < 1 and refuse_2:  # says_pair=False: the right error, the wrong words
-        raise ValueError(f"pair 0 keeps its frequency: the slowed pair must be {'pair >= 1' * says_pair}, "
-                         f"got {slowed}")
     if interpolate:
-        return (base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d) / scale).to(dtype)
-    if wavelength is not None:  # pair ℓ*'s wavelength 2π/ω made L (turn=1: the wavelength read as 1/ω)
-        base, scale = 1.0, wavelength / turn
-    base = base * scale ** ((2 * slowed / d if upside_down else d / (2 * slowed)) if exponent else 1)
+        return (omega / scale).to(dtype)
+    base = base * scale ** (d / (d - 2) if exponent else 1)
     return (base ** (-pair_exponent * torch.arange(d // 2, dtype=torch.float64) / d)).to(dtype)
 
 
@@ -329,6 +367,7 @@ P = functools.partial
 MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
     ("masked_softmax", P(masked_softmax, dim=-2), "over the queries"),
     ("masked_softmax", P(masked_softmax, fill=-1e6), "−1e6 fill"),
+    ("masked_softmax", P(masked_softmax, keep_nan=True), "a row of valid length 0 comes out NaN"),
     ("masked_softmax", P(masked_softmax, fill=0.0), "set to 0"),
     ("masked_softmax", P(masked_softmax, inclusive=True), "j ≤ len"),
     ("masked_softmax", P(masked_softmax, per_query=False), "valid_lens (b, q) must work too"),
@@ -349,24 +388,36 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
      "causal=True is ignored"),
     ("masked_softmax", lambda scores, valid_lens=None: masked_softmax(scores, valid_lens),
      "causal=True must work too"),
-    ("causal_mask", P(causal_mask, chunk_as_window=True), "case n=7, chunk=3: at [3, 1] expected False, got "
-     "True — this is a sliding window of c keys, not chunks"),
-    ("causal_mask", lambda n, window=None, chunk=None: causal_mask(n, window, chunk,
-                                                                   both_ways=chunk is not None),
+    ("causal_mask", P(causal_mask, chunk_as_window=True), "case n=7, chunk=3: at query i = 3, key j = 1: "
+     "expected False, got True — this is a sliding window of c keys, not chunks"),
+    ("causal_mask", lambda n, window=None, chunk=None, documents=None: causal_mask(n, window, chunk, documents,
+                                                                                   both_ways=chunk is not None),
      "the chunk reaches both ways"),
     ("causal_mask", P(causal_mask, late=1), "the chunks start one position late"),
-    ("causal_mask", lambda n, window=None, chunk=None: causal_mask(n, window), "chunk=c is ignored"),
-    ("causal_mask", lambda n, window=None: causal_mask(n, window), "chunk=c must work too"),
+    ("causal_mask", lambda n, window=None, chunk=None, documents=None: causal_mask(n, window, None, documents),
+     "chunk=c is ignored"),
+    ("causal_mask", lambda n, window=None, documents=None: causal_mask(n, window, None, documents),
+     "chunk=c must work too"),
+    ("causal_mask", P(causal_mask, across=True), "case n=10, documents=[3, 5, 2]: at query i = 3, key j = 0: "
+     "expected False, got True — documents is ignored: query i attends across documents"),
+    ("causal_mask", P(causal_mask, whole_documents=True), "no causality inside a document"),
+    ("causal_mask", P(causal_mask, documents_late=True), "each document starts one position late"),
+    ("causal_mask", lambda n, window=None, chunk=None: causal_mask(n, window, chunk), "documents=[n_1, n_2, "
+     "...] must work too"),
     ("causal_mask", P(causal_mask, diagonal=-1), "j < i"),
     ("causal_mask", P(causal_mask, diagonal=1), "j ≤ i + 1"),
     ("causal_mask", P(causal_mask, transpose=True), "transposed"),
-    ("causal_mask", lambda n, window=None: ~causal_mask(n, window), "inverse"),
+    ("causal_mask", lambda n, window=None, **more: ~causal_mask(n, window, **more), "inverse"),
     ("causal_mask", P(causal_mask, wider=1),
-     "case n=6, window=3: at [3, 0] expected False, got True — this window holds w + 1 keys"),
+     "case n=6, window=3: at query i = 3, key j = 0: expected False, got True — this window holds w + 1 keys"),
     ("causal_mask", P(causal_mask, wider=-1), "this window holds w − 1 keys"),
     ("causal_mask", P(causal_mask, both_ways=True), "the window reaches both ways"),
-    ("causal_mask", lambda n, window=None: causal_mask(n), "the window is ignored"),
-    ("causal_mask", lambda n: causal_mask(n), "window=w must work too"),
+    ("causal_mask", lambda n, window=None, chunk=None, documents=None: causal_mask(n, None, chunk, documents),
+     "the window is ignored"),
+    ("causal_mask", lambda n, chunk=None, documents=None: causal_mask(n, None, chunk, documents),
+     "window=w must work too"),
+    ("causal_mask", lambda n, window=None, chunk=None, documents=None: causal_mask(n, window, chunk, documents)
+     & causal_mask(n, None, chunk, documents, whole_documents=True), "no causality inside a document"),
     ("attention", P(attention, dim=-2), "over the queries"),
     ("attention", P(attention, scale=lambda q, v: 1), "not divided by √d_h"),
     ("attention", P(attention, scale=lambda q, v: q.shape[-1]), "divided by d_h"),
@@ -381,6 +432,7 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
     ("attention", P(attention, sink_scaled=True), "the sink logit was divided by √d_h with the scores"),
     ("attention", P(attention, sink_added=True), "the sinks change nothing: ignored, added to every score"),
     ("attention", P(attention, renormalised=True), "weight handed back to the keys"),
+    ("attention", P(attention, sink_after=True), "a row with every key masked gives NaN"),
     ("attention", lambda q, k, v, mask=None: attention(q, k, v, mask), "sinks=s must work too"),
     ("attention", P(attention, tiled=True), "case q (2, 4, 3, 8), k and v with h_kv=2 of h=4 heads, n_k=5, "
      "d_v=6, no mask: at head g = 2, query 0, column 0: expected -0.580212, got 0.158349 — the key/value "
@@ -390,6 +442,10 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
     ("attention_flops", P(attention_flops, projections=0), "projections (8nd²) are missing"),
     ("attention_flops", P(attention_flops, per_multiply_add=1), "counts 2 FLOPs"),
     ("attention_flops", P(attention_flops, projections=3), "three projections"),
+    ("attention_flops", lambda n, d, cached=0, window=None: attention_flops(n, d, cached,
+                                                                            window or cached + n),
+     "case n=16, d=64: expected 589,824, got 559,104 — this counts only the causal pairs, p + 1 keys for the "
+     "query at position p"),
     ("attention_flops", P(attention_flops, cache_scored=False),
      "case n=1, d=64, cached=15 (one step of generation): expected 36,864, got 33,024 — the cached keys are "
      "left out"),
@@ -434,6 +490,12 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
     ("sinusoidal_encoding", P(sinusoidal_encoding, rows_last=True), "the halves are swapped"),
     ("sinusoidal_encoding", P(sinusoidal_encoding, flattened=True),
      "the 1-D encoding of the flattened index"),
+    ("sinusoidal_encoding", P(sinusoidal_encoding, mixed=True), "case grid (n1, n2) = (3, 4), d=8: at patch "
+     "(i1, i2) = (0, 0), entry 1: expected 1, got 0 — the row's and the column's entries are interleaved"),
+    ("sinusoidal_encoding", P(sinusoidal_encoding, sines_first=True), "inside each half the sines come "
+     "first, then the cosines (transformers' 2-D layout)"),
+    ("sinusoidal_encoding", lambda n, d: sinusoidal_encoding(n, d) * (1.01 if isinstance(n, tuple) else 1),
+     "entries 0..3 of each patch must be the row i1's encoding of width d/2 = 4"),
     ("sinusoidal_encoding", P(sinusoidal_encoding, odd_grid_ok=True), "case grid (n1, n2) = (2, 2), d=7 (odd "
      "d): returned Tensor, expected a ValueError — a grid splits d into two halves"),
     ("sinusoidal_encoding", lambda n, d: sinusoidal_encoding(n, d) if not isinstance(n, tuple) else
@@ -457,6 +519,16 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
      "at each position): position interpolation gives fractional ones"),
     ("rope", rope_from_table, "your function raises IndexError"),
     ("rope", rope_from_table, "float positions must work too: the angle is position·ω"),
+    ("rope", P(rope, neighbours=True), "cos and sin were laid out by neighbours (ω₀, ω₀, ω₁, ω₁, …"),
+    ("rope", P(rope, grid_by=(0, 0)), "both halves of the pairs turned by the row μ"),
+    ("rope", P(rope, grid_by=(1, 1)), "both halves of the pairs turned by the column ν"),
+    ("rope", P(rope, grid_by=(1, 0)), "the row and the column are swapped"),
+    ("rope", P(rope, grid_split="coordinates"), "each half of the coordinates (x[..., :d_h/2], "
+     "x[..., d_h/2:]) got its own RoPE; the exercise splits the pairs"),
+    ("rope", P(rope, grid_width=1), "the pairs kept the width-d_h frequencies"),
+    ("rope", lambda x, positions: rope(x, positions), "grid=True must work too: positions (..., n, 2)"),
+    ("rope", P(rope, quarter_refused=False), "d_h = 6 has 3 pairs, which a row half and a column half cannot "
+     "share: on a grid, raise a ValueError"),
     ("rope", P(rope, odd_refused=False), "d_h = 5 is odd, so coordinate l has no partner l + d_h/2: raise a "
      "ValueError"),
     ("alibi_bias", P(alibi_bias, shard_model=True), "case n=4, h=12, heads=range(5, 9) (a shard): at head "
@@ -497,26 +569,28 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
     ("skew", lambda rel_logits, n_k=None: skew(rel_logits) if n_k is None else skew_full(rel_logits),
      "with n_k given, rel_logits has n_k + n_q − 1 = 7 columns"),
     ("skew", lambda rel_logits, n_k=None: skew(rel_logits, n_k, keep_first=True), "the first n_q numbers"),
+    ("skew", skew_one_way, "case rel_logits (4, 7), n_k=4, both directions (n_q = n_k): at query t = 0, "
+     "key j = 1: expected"),
+    ("skew", skew_one_way, "this is the one-way skew: the keys after the query (δ > 0) got the causal skew's "
+     "leftovers"),
     ("ntk_frequencies", P(ntk_frequencies, exponent=False), "base·scale"),
-    ("ntk_frequencies", P(ntk_frequencies, pair_shift=1), "case d=8, base=10000, scale=4: at pair ℓ = 1: "
-     "expected"),
-    ("ntk_frequencies", P(ntk_frequencies, pair_shift=1), "this base slows pair ℓ* + 1 by exactly scale, one "
-     "pair too far"),
-    ("ntk_frequencies", P(ntk_frequencies, pair_shift=-1), "this base slows pair ℓ* − 1 by exactly scale"),
     ("ntk_frequencies", P(ntk_frequencies, pair_exponent=1), "at pair ℓ = 1: expected"),
     ("ntk_frequencies", P(ntk_frequencies, pair_exponent=1), "the exponent is ℓ/d; it is 2ℓ/d"),
     ("ntk_frequencies", P(ntk_frequencies, refuse_2=False),
      "d = 2 is refused: raise a ValueError that says d >= 4"),
-    ("ntk_frequencies", P(ntk_frequencies, says_pair=False), "case d=8, base=10000, scale=4, pair=0: your "
-     "ValueError says 'pair 0 keeps its frequency: the slowed pair must be , got 0', which does not say"),
-    ("ntk_frequencies", P(ntk_frequencies, upside_down=True), "the exponent of scale is upside down"),
-    ("ntk_frequencies", P(ntk_frequencies, turn=1.0), "case d=128, base=10000, wavelength=32,768, pair=None: "
-     "at pair ℓ = 1: expected 0.872962751631, got 0.847863991878 — the wavelength is taken as 1/ω"),
-    ("ntk_frequencies", lambda d, base, scale=None, pair=None: ntk_frequencies(d, base, scale, pair),
-     "wavelength=L must work too"),
-    ("ntk_frequencies", P(ntk_frequencies, last_pair_always=True),
-     "this base slows the last pair, whatever pair="),
-    ("ntk_frequencies", lambda d, base, scale: ntk_frequencies(d, base, scale), "pair=ℓ* must work too"),
+    ("ntk_frequencies", P(ntk_frequencies, says_half=False), "case d=8, base=10000, factors of 3 (not d/2 = "
+     "4), n_train=16: your ValueError says 'one per pair = 4 factors, got 3', which does not say"),
+    ("ntk_frequencies", P(ntk_frequencies, at_n_train=True), "case d=8, base=10000, factors=([1, 1, 1.5, 2], "
+     "[1, 2, 4, 8]), n_train=16, seq_len=16: at pair ℓ = 1: expected 0.1, got 0.05 — the long list was used "
+     "at seq_len = n_train"),
+    ("ntk_frequencies", P(ntk_frequencies, always="long"), "seq_len=None: at pair ℓ = 1: expected 0.1, got "
+     "0.05 — the long list was used for an input of at most n_train tokens"),
+    ("ntk_frequencies", P(ntk_frequencies, always="short"), "seq_len=17: at pair ℓ = 1: expected 0.05, got "
+     "0.1 — the short list was used for an input longer than n_train"),
+    ("ntk_frequencies", P(ntk_frequencies, multiply=True), "the factors multiply ω_ℓ"),
+    ("ntk_frequencies", P(ntk_frequencies, into_base=True), "the factors scaled the base"),
+    ("ntk_frequencies", lambda d, base, scale: ntk_frequencies(d, base, scale),
+     "factors=(short, long) must work too"),
     ("ntk_frequencies", P(ntk_frequencies, interpolate=True), "position interpolation"),
     ("ntk_frequencies", P(ntk_frequencies, dtype=torch.float32), "float32"),
     ("position_ids", P(position_ids, ignore_padding=True), "padding is ignored"),
@@ -670,6 +744,24 @@ def test_cases_are_built_on_the_chosen_device_and_compared_on_the_cpu(capsys, mo
     assert not passed and "returned a tensor on cpu; the inputs are on meta" in line, line
 
 
+@pytest.mark.parametrize("d_h", [4, 8, 64])
+def test_the_grid_rope_reference_is_two_one_d_ropes_on_the_halves_of_the_pairs_and_sees_only_offsets(d_h):
+    """Qwen2-VL's vision RoPE (the grid reference) is 1-D RoPE of width d_h/2 at the rows on pairs l < d_h/4
+    and at the columns on the others, so a score depends on the patches' (Δμ, Δν) alone."""
+    g = torch.Generator().manual_seed(d_h)
+    patches = torch.tensor([[r, c] for r in range(3) for c in range(4)])
+    q, k = (torch.randn(len(patches), d_h, generator=g) for _ in range(2))
+    turned = _rope(q, patches, grid=True)
+    pairs = torch.arange(d_h).remainder(d_h // 2) < d_h // 4  # coordinates of pairs l < d_h/4
+    torch.testing.assert_close(turned[:, pairs], _rope(q[:, pairs], patches[:, 0]))
+    torch.testing.assert_close(turned[:, ~pairs], _rope(q[:, ~pairs], patches[:, 1]))
+    scores = _rope(q[:1].expand_as(q), patches, grid=True) @ _rope(k[:1].expand_as(k), patches, grid=True).T
+    for offset in [(1, 2), (-2, 1), (0, -3)]:
+        same = [scores[i, j] for i in range(len(patches)) for j in range(len(patches))
+                if (patches[j] - patches[i]).tolist() == list(offset)]
+        assert len(same) > 1 and torch.allclose(torch.stack(same), same[0], atol=1e-5), offset
+
+
 @pytest.mark.parametrize("d, base, scale", [(8, 10000, 4), (128, 10000, 8), (64, 5e5, 2), (6, 10000, 2.5)])
 def test_the_ntk_reference_is_transformers_dynamic_ntk_at_factor_1(d, base, scale):
     from transformers import LlamaConfig
@@ -681,6 +773,23 @@ def test_the_ntk_reference_is_transformers_dynamic_ntk_at_factor_1(d, base, scal
                          max_position_embeddings=max_positions, rope_parameters=rope_parameters)
     inv_freq, _ = ROPE_INIT_FUNCTIONS["dynamic"](config, seq_len=int(scale * max_positions))
     torch.testing.assert_close(_ntk_frequencies(d, base, scale).float(), inv_freq, rtol=1e-5, atol=0)
+
+
+@pytest.mark.parametrize("n", [None, 4096, 4097, 131072])
+def test_the_longrope_reference_is_transformers_longrope(n):
+    from transformers import LlamaConfig
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+    case = next(c for c in EXERCISES["ntk_frequencies"].cases(torch.Generator().manual_seed(0))
+                if "Phi-3" in c.label)
+    short, long = case.kwargs["factors"]
+    rope_parameters = {"rope_type": "longrope", "rope_theta": 10000.0, "short_factor": short,
+                       "long_factor": long, "original_max_position_embeddings": 4096}
+    config = LlamaConfig(hidden_size=96, num_attention_heads=1, head_dim=96, max_position_embeddings=131072,
+                         rope_parameters=rope_parameters)
+    inv_freq, _ = ROPE_INIT_FUNCTIONS["longrope"](config, seq_len=n)
+    ours = _ntk_frequencies(96, 10000.0, factors=(short, long), n_train=4096, seq_len=n)
+    torch.testing.assert_close(ours.float(), inv_freq, rtol=1e-5, atol=0)
 
 
 def test_the_attention_reference_with_sinks_is_gpt_oss_eager_attention():
@@ -705,6 +814,18 @@ def test_the_sinusoidal_reference_for_positions_is_transformers_table():
     for d in (1, 7, 16):
         table = create_sinusoidal_embeddings(2000, d, torch.empty(2000, d))
         torch.testing.assert_close(EXERCISES["sinusoidal_encoding"].reference(positions, d), table[positions])
+
+
+@pytest.mark.parametrize("height, width, d", [(3, 4, 8), (14, 14, 64), (1, 5, 16)])
+def test_the_grid_reference_is_transformers_2d_table_interleaved(height, width, d):
+    """transformers' ViT-MAE 2-D table lays each patch out as [sin_row | cos_row | sin_col | cos_col]; the
+    check's grid interleaves each half (sin at 2l, cos at 2l + 1), as its 1-D encoding does."""
+    from transformers.models.vit_mae.modeling_vit_mae import build_2d_sinusoidal_position_embedding
+
+    table = build_2d_sinusoidal_position_embedding(height, width, d).reshape(height, width, d)
+    quarter = torch.arange(d // 4)
+    order = torch.cat([torch.stack([half + quarter, half + d // 4 + quarter], -1).flatten() for half in (0, d // 2)])
+    torch.testing.assert_close(EXERCISES["sinusoidal_encoding"].reference((height, width), d), table[..., order])
 
 
 def test_the_flop_reference_counts_four_projections_and_two_matmuls():
@@ -748,9 +869,7 @@ def chapter_sinusoidal_table(n, d):
 
 
 def chapter_alibi_causal_bias(n, h):
-    """Section 4's alibi_causal_bias: a power of two heads, −inf after the query."""
-    if h & (h - 1):
-        raise ValueError(f"this version takes a power of two heads, not {h}")
+    """Section 4's alibi_causal_bias: the slopes for a power of two heads, −inf after the query."""
     slopes = 2.0 ** (-8 * torch.arange(1, h + 1) / h)
     delta = torch.arange(n)[None, :] - torch.arange(n)[:, None]
     return (slopes[:, None, None] * delta).masked_fill(delta > 0, -math.inf)
@@ -780,7 +899,9 @@ def chapter_ntk(d, base, scale):
 
 CHAPTER_CELLS = [  # (exercise, the chapter's cell as a reader would copy it, what the line says)
     ("masked_softmax", chapter_masked_softmax, "causal=True must work too"),
-    ("causal_mask", lambda n: torch.ones(n, n, dtype=torch.bool).tril(), "window=w must work too"),
+    ("causal_mask", lambda n: torch.ones(n, n, dtype=torch.bool).tril(), "documents=[n_1, n_2, ...] must work "
+     "too"),
+    ("causal_mask", lambda n, documents=None: causal_mask(n, documents=documents), "window=w must work too"),
     ("attention", chapter_attend, "k and v may have fewer heads than q"),
     ("attention_flops", lambda n, d: 8 * n * d**2 + 4 * n**2 * d, "cached=m must work too"),
     ("sinusoidal_encoding", chapter_sinusoidal_table, "odd d must work too"),
@@ -794,13 +915,12 @@ CHAPTER_CELLS = [  # (exercise, the chapter's cell as a reader would copy it, wh
     ("alibi_bias", chapter_alibi_causal_bias, "this is the causal bias"),
     ("skew", lambda rel_logits: F.pad(rel_logits, (1, 0)).reshape(
         *rel_logits.shape[:-2], rel_logits.shape[-1] + 1, rel_logits.shape[-1])[..., 1:, :], "n_q < n_k"),
-    ("skew", lambda rel_logits, n_k=None: skew_full(rel_logits), "case rel_logits (4, 4) (n_q = n_k): your "
-     "function raises RuntimeError"),
     ("t5_bucket", t5_reference, "calls transformers' _relative_position_bucket"),
     ("rope", chapter_rope, "positions (b, n) must work too"),
     ("rope", lambda x, positions: chapter_rope(x, positions) if positions.dim() == 1 else rope(x, positions),
      "x in bfloat16 must work too"),
-    ("ntk_frequencies", chapter_ntk, "pair=ℓ* must work too"),
+    ("rope", lambda x, positions: rope(x, positions), "grid=True must work too"),  # the chapter's 1-D, all of it
+    ("ntk_frequencies", chapter_ntk, "factors=(short, long) must work too"),
 ]
 
 
@@ -813,7 +933,7 @@ def test_the_chapters_own_cell_does_not_pass(capsys, name, fn, says):
 
 
 GIVEAWAYS = [  # (exercise, what the exercise asks the reader to find, which no line of its check may print)
-    ("position_ids", "cumsum"), ("ntk_frequencies", "d/(2ℓ*)"), ("ntk_frequencies", "/2π)"),
+    ("position_ids", "cumsum"), ("ntk_frequencies", "^(2ℓ/(d"),
     ("sinusoidal_encoding", "0.001"),
     ("sinusoidal_encoding", "30,000"), ("masked_softmax", "is_causal"), ("masked_softmax", "lower_right"),
     ("attention", "1, 2, …"), ("rope", "128"), ("rope", "256"),

@@ -6,8 +6,9 @@
   of w keys (the query's own and the w − 1 before it, as section 1's causal_mask), computed by a kernel
   that computes only those scores, so the query at position p = m + t scores min(p + 1, w) keys, where
   the dense product (no window) scores all m + n. Mistakes: projections forgotten (4n²d); multiply-add
-  counted 1 (half); three projections; projections forgotten and multiply-add counted 1 (2n²d); QKᵀ
-  alone in the core; the cached keys left out of the scores; an (m + n)² core; the cache projected
+  counted 1 (half); three projections; projections forgotten and multiply-add counted 1 (2n²d); only
+  the causal pairs counted where the dense product is asked (p + 1 keys for the query at position p);
+  QKᵀ alone in the core; the cached keys left out of the scores; an (m + n)² core; the cache projected
   again; the whole sequence recomputed; and with a window: the window ignored; w + 1 keys; w keys for
   every query (the first positions have fewer); the window cutting only the cache, the new queries
   scored densely.
@@ -70,7 +71,11 @@ def _counted(n, d, m=0, window=None, projected=None, scored=None, queries=None, 
 
 
 def _windowed(mistake):
-    """A mistake of the window alone: the right count without a window, `mistake` with one."""
+    """A mistake of the window alone: the right count without a window, `mistake` with one. None: the
+    mistake without a window, a causal count (the query at position p scores p + 1 keys) where the
+    dense product is asked; right with one."""
+    if mistake is None:
+        return lambda n, d, cached=0, window=None: _counted(n, d, cached, window or cached + n)
     return lambda n, d, cached=0, window=None: _counted(
         n, d, cached, scored=None if window is None else mistake(n, cached, window))
 
@@ -91,6 +96,10 @@ EXERCISES = {
             "this is 2n²d: the projections are missing and a multiply-add counts 1, not 2":
                 lambda n, d, cached=0, window=None: _counted(n, d, cached, window, projected=0,
                                                              per_multiply_add=1),
+            "this counts only the causal pairs, p + 1 keys for the query at position p; without a window the "
+            "dense product scores all m + n keys for every query (the future ones are masked after they are "
+            "computed)":
+                _windowed(None),
             "the cached keys are left out: each new query scores all m + n keys, the cached ones too":
                 lambda n, d, cached=0, window=None: _counted(n, d, cached, scored=n * n),
             "the core counts QKᵀ alone; the weights times V is a second product of the same size":
