@@ -1,101 +1,116 @@
 """Section 6's exercises (longer than trained) and the mistakes each names.
 
-* ntk_frequencies: its contract grew (issue 29): `pair=ℓ*` chooses the pair the new base slows by
-  exactly `scale` while pair 0 keeps its frequency (the chapter's rule is ℓ* = d/2 − 1, the default:
-  base' = base·scale^(d/(2ℓ*))); and `wavelength=L`, given instead of scale, asks for the base that makes
-  pair ℓ*'s wavelength 2π/ω exactly L (a derived quantity the chapter does not show: base' =
-  (L/2π)^(d/(2ℓ*)), whatever the old base); ntk_frequencies(d, base, scale) is what it was. Mistakes,
-  first the pair off by one (ℓ* + 1, which at the default pair is base·scale, and ℓ* − 1); the exponent
-  upside down (scale^(2ℓ*/d)); base·scale (exponent missing); the last pair's exponent d/(d − 2)
-  whatever the pair; the wavelength taken as 1/ω; the exponent l/d instead of 2l/d; position
-  interpolation (ω/scale); scale ignored; float32 result; float32 arithmetic cast to float64. Reported
-  by pair ℓ. No line gives the base for pair ℓ*, which the exercise asks to derive. d = 2 (no pair but
-  pair 0) and pair = 0 must raise a ValueError whose message says d >= 4, and pair >= 1.
+* ntk_frequencies: its contract changed (issue 29). ntk_frequencies(d, base, scale) is what it was,
+  NTK-aware scaling (base raised to base·scale^(d/(d − 2))); d = 2 must raise a ValueError whose message
+  says d >= 4. New, and the core of most cases: factors=(short, long) with n_train and seq_len, LongRoPE's
+  per-pair rescale factors (Ding et al. 2024; transformers' `longrope` rope type, Phi-3): ω′_ℓ = ω_ℓ/λ_ℓ
+  with λ the short list for an input of at most n_train tokens (seq_len None counts as short) and the
+  long list once it is longer; a list that does not hold d/2 factors must raise a ValueError that says
+  d/2. (`pair=` and `wavelength=` are gone: one exponent changed from the chapter's NTK cell.) Mistakes:
+  the long list at seq_len = n_train (≥ for >), the long or the short list whatever the length, the
+  factors multiplying ω, the factors scaling the base; for the NTK form base·scale, the exponent l/d,
+  position interpolation, scale ignored; float32, and float32 arithmetic cast to float64. Reported by
+  pair ℓ.
 """
-import math
-
 import torch
 
 from attnbook.checks.machinery import Case, Exercise
 
 
 # ----------------------------------------------------------------------------------- ntk_frequencies
-def _ntk_frequencies(d, base, scale=None, pair=None, wavelength=None, dtype=torch.float64, pair_exponent=2,
-                     upside_down=False, turn=2 * math.pi):
-    # at the default pair: transformers' dynamic NTK at factor 1 and seq_len = scale · max_positions,
-    # whose base is this one (tests/test_check.py checks they agree); transformers computes in float32,
-    # the contract float64. Another pair ℓ*: the base that slows it by exactly scale, base·scale^(d/(2ℓ*)).
-    # wavelength=L instead of scale: pair ℓ*'s wavelength 2π/ω made exactly L, so scale = L·ω_ℓ*/(2π)
-    # (`turn`: the mistake's 1 for 2π).
-    slowed = _slowed(d, pair)
-    if wavelength is not None:
-        scale = wavelength / turn * base ** (-2 * slowed / d)
-    exponent = 2 * slowed / d if upside_down else d / (2 * slowed)
-    scaled = base * scale ** exponent
-    return (scaled ** (-pair_exponent * torch.arange(d // 2, dtype=torch.float64) / d)).to(dtype)
+def _ntk_frequencies(d, base, scale=None, factors=None, n_train=None, seq_len=None, dtype=torch.float64,
+                     pair_exponent=2, switch=None, divide=True):
+    # scale: transformers' dynamic NTK at factor 1 and seq_len = scale · max_positions, whose base is this
+    # one; factors: transformers' longrope (`_compute_longrope_parameters`), ω_ℓ / λ_ℓ, the long list λ only
+    # once seq_len > original_max_position_embeddings (tests/test_check.py checks both agree). transformers
+    # computes in float32, the contract float64. `switch` and `divide`: the mistakes' other choices.
+    exponents = pair_exponent * torch.arange(d // 2, dtype=torch.float64) / d
+    if factors is None:
+        return ((base * scale ** (d / (d - 2))) ** -exponents).to(dtype)
+    longer = (switch or _past)(seq_len, n_train)
+    chosen = torch.tensor(factors[1] if longer else factors[0], dtype=torch.float64)
+    return (base ** -exponents / chosen if divide else base ** -exponents * chosen).to(dtype)
 
 
-def _slowed(d, pair):
-    """The pair slowed by exactly scale: ℓ*, by default the last one, d/2 − 1."""
-    return d // 2 - 1 if pair is None else pair
+def _factors(g, d, s):
+    """A short list near 1 and a long list rising from 1 to about s, as a search might leave them (Phi-3's
+    lists look so): one factor per pair, Python floats as a configuration stores them."""
+    ramp = torch.linspace(0, 1, d // 2, dtype=torch.float64) ** 2
+    short = 1 + 0.2 * ramp * torch.rand(d // 2, generator=g, dtype=torch.float64)
+    long = s ** ramp * (1 + 0.1 * torch.rand(d // 2, generator=g, dtype=torch.float64))
+    return short.tolist(), long.tolist()
 
 
 def _ntk_cases(g):
-    specs = [(8, 10000, 4), (128, 10000, 8), (64, 500000.0, 2.0), (6, 10000, 2.5), (4, 10000, 1),
-             (16, 10000, 16)]
-    cases = [Case(f"d={d}, base={base}, scale={scale}", (d, base, scale)) for d, base, scale in specs]
-    cases += [Case(f"d={d}, base={base}, scale={scale}, pair={pair}", (d, base, scale), {"pair": pair},
-                   note="pair=ℓ* must work too: the base that slows pair ℓ* by exactly scale, pair 0 kept")
-              for d, base, scale, pair in [(128, 10000, 8, 32), (8, 10000, 4, 1), (64, 500000.0, 2.0, 31),
-                                           (16, 10000, 16, 5)]]
-    cases += [Case(f"d={d}, base={base}, wavelength={length:,}, pair={pair}", (d, base),
-                   {"wavelength": length, "pair": pair},
-                   note="wavelength=L must work too: the base that makes pair ℓ*'s wavelength exactly L")
-              for d, base, length, pair in [(128, 10000, 32768, None), (64, 500000.0, 10**6, 20),
-                                            (16, 10000, 500, 3)]]
+    cases = [Case(f"d={d}, base={base}, scale={scale}", (d, base, scale))
+             for d, base, scale in [(8, 10000, 4), (128, 10000, 8), (6, 10000, 2.5)]]
+    hand = ([1.0, 1.0, 1.5, 2.0], [1.0, 2.0, 4.0, 8.0])   # d = 8: one factor per pair, by hand
+    phi = _factors(g, 96, 32.0)                             # Phi-3-like: 4,096 → 131,072
+    for d, base, factors, n_train, lengths, name in [
+            (8, 10000, hand, 16, [None, 16, 17, 64], "([1, 1, 1.5, 2], [1, 2, 4, 8])"),
+            (96, 10000.0, phi, 4096, [4096, 4097, 131072], "(Phi-3-like lists of 48)"),
+            (128, 500000.0, _factors(g, 128, 8.0), 8192, [8192, 65536], "(two lists of 64)")]:
+        cases += [Case(f"d={d}, base={base}, factors={name}, n_train={n_train}, seq_len={n}", (d, base),
+                       {"factors": factors, "n_train": n_train, "seq_len": n},
+                       note="factors=(short, long) must work too: LongRoPE divides ω_ℓ by the short "
+                            "list's λ_ℓ up to n_train tokens, by the long list's past it")
+                  for n in lengths]
     return cases + [
         Case("d=2, base=10000, scale=4 (one pair)", (2, 10000, 4), raises=ValueError,
              says=r"d\s*(>=|≥)\s*4", note="d = 2 is refused: raise a ValueError that says d >= 4"),
-        Case("d=8, base=10000, scale=4, pair=0", (8, 10000, 4), {"pair": 0}, raises=ValueError,
-             says=r"pair\s*(>=|≥)\s*1", note="pair = 0 is refused: raise a ValueError that says pair >= 1")]
+        Case("d=8, base=10000, factors of 3 (not d/2 = 4), n_train=16", (8, 10000),
+             {"factors": ([1.0] * 3, [2.0] * 3), "n_train": 16, "seq_len": 32}, raises=ValueError,
+             says=r"d\s*/\s*2", note="a list without one factor per pair is refused: raise a ValueError "
+                                     "that says d/2")]
 
 
 def _mistake(**wrong):
-    """The contract's function with one thing changed: `wrong` maps a name to a function of (d, the
-    slowed pair) giving the wrong argument (pair, base, ...) or a fixed value."""
-    def answer(d, base, scale=None, pair=None, wavelength=None):
-        given = {"base": base, "scale": scale, "pair": pair, "wavelength": wavelength}
-        for name, value in wrong.items():
-            given[name] = value(d, _slowed(d, pair), given) if callable(value) else value
-        return _ntk_frequencies(d, **given)
-    return answer
+    """The contract's function with one thing changed (a keyword of _ntk_frequencies)."""
+    return lambda *args, **kwargs: _ntk_frequencies(*args, **kwargs, **wrong)
+
+
+def _ntk_form(wrong):
+    """A mistake of the scale form, wrong(d, base, scale); on the factors form it cannot run (not made)."""
+    return lambda d, base, scale=None, **_: wrong(d, base, scale)
+
+
+def _base_scaled(d, base, factors=None, n_train=None, seq_len=None, **_):
+    """The factors put into the base, (base·λ_ℓ)^(−2ℓ/d)."""
+    chosen = torch.tensor(factors[1] if _past(seq_len, n_train) else factors[0], dtype=torch.float64)
+    return (base * chosen) ** (-2 * torch.arange(d // 2, dtype=torch.float64) / d)
+
+
+def _past(n, n_train):
+    """LongRoPE's switch: the long list once the input is longer than n_train (None: a short input)."""
+    return n is not None and n > n_train
 
 
 EXERCISES = {
     "ntk_frequencies": Exercise(
         _ntk_cases, _ntk_frequencies,
-        "NTK-aware frequencies (base raised to base·scale^(d/(d−2))), pair by pair in float64, and "
-        "for another pair ℓ* the base that slows it by exactly scale, or makes its wavelength exactly L",
-        "d 4..128, base 10⁴ and 5·10⁵, scale 1..16, pair ℓ* 1..d/2 − 1, wavelengths 500..10⁶; d = 2 and "
-        "pair 0 refused", {
-            "this base slows pair ℓ* + 1 by exactly scale, one pair too far (at the default ℓ* = d/2 − 1 "
-            "there is no pair d/2: this is base·scale)": _mistake(pair=lambda d, slowed, given: slowed + 1),
-            "this base slows pair ℓ* − 1 by exactly scale, one pair short of ℓ*":
-                _mistake(pair=lambda d, slowed, given: slowed - 1),
-            "the exponent of scale is upside down (base·scale^(2ℓ*/d)): that slows pair ℓ* by "
-            "scale^(4ℓ*²/d²), not by scale": _mistake(upside_down=True),
+        "NTK-aware frequencies (base raised to base·scale^(d/(d−2))) and LongRoPE's (transformers' "
+        "longrope: ω_ℓ divided by the short list's factor up to n_train tokens, the long list's past it), "
+        "in float64",
+        "d 6..128, base 10⁴ and 5·10⁵, scale 2.5..8; factor lists of 4 to 64 at seq_len None, n_train, "
+        "n_train + 1 and longer; d = 2 and lists of the wrong length refused", {
+            "the long list was used at seq_len = n_train: LongRoPE keeps the short list up to n_train tokens "
+            "and switches only once the input is longer":
+                _mistake(switch=lambda n, n_train: n is not None and n >= n_train),
+            "the long list was used for an input of at most n_train tokens: the short list applies there":
+                _mistake(switch=lambda n, n_train: True),
+            "the short list was used for an input longer than n_train: the long list applies there":
+                _mistake(switch=lambda n, n_train: False),
+            "the factors multiply ω_ℓ; a factor λ_ℓ > 1 slows pair ℓ: ω′_ℓ = ω_ℓ / λ_ℓ":
+                _mistake(divide=False),
+            "the factors scaled the base, (base·λ_ℓ)^(−2ℓ/d); they divide pair ℓ's frequency itself":
+                _base_scaled,
             "this is base·scale: it slows the last pair by only scale^((d−2)/d); raise the base further":
-                _mistake(base=lambda d, slowed, given: given["base"] * given["scale"], scale=1, pair=None),
-            "this base slows the last pair, whatever pair= says; slow pair ℓ* by exactly scale instead":
-                _mistake(pair=None),
-            "the wavelength is taken as 1/ω; it is 2π/ω, the positions one full turn takes":
-                _mistake(turn=1.0),
-            "the exponent is ℓ/d; it is 2ℓ/d (ω_ℓ = base'^(−2ℓ/d), ℓ = 0..d/2 − 1)":
-                _mistake(pair_exponent=1),
+                _ntk_form(lambda d, base, scale: _ntk_frequencies(d, base * scale, 1)),
+            "the exponent is ℓ/d; it is 2ℓ/d (ω_ℓ = base^(−2ℓ/d), ℓ = 0..d/2 − 1)": _mistake(pair_exponent=1),
             "this is position interpolation (ω/scale), not NTK-aware scaling of the base":
-                lambda d, b, s=None, pair=None, wavelength=None: _ntk_frequencies(d, b, 1) / s,
+                _ntk_form(lambda d, base, scale: _ntk_frequencies(d, base, 1) / scale),
             "the scale is ignored: these are RoPE's unscaled frequencies":
-                lambda d, b, s=None, pair=None, wavelength=None: _ntk_frequencies(d, b, 1),
+                _ntk_form(lambda d, base, scale: _ntk_frequencies(d, base, 1)),
             "the result is float32; the contract asks for float64": _mistake(dtype=torch.float32),
             "this was computed in float32 and then converted: do the arithmetic in float64":
                 lambda *args, **kwargs: _mistake(dtype=torch.float32)(*args, **kwargs).double()},
