@@ -18,12 +18,13 @@
   offset δ. An answer that calls transformers' _relative_position_bucket (T5's or a copy in another
   model) is told so in one line.
 * skew: its contract changed twice (issue 29): the queries are the *last* n_q of n_k positions, so the
-  chapter's square skew (n_q = n_k) is one case of it; and with `n_k` given it is the two-way skew of
-  such queries, (..., n_q, n_k + n_q − 1) → (..., n_q, n_k), every entry defined, of which the chapter's
-  skew_full is the case n_q = n_k. skew(rel_logits) is what it was. Mistakes: the queries put at
-  0..n_q − 1; pad on the wrong side (shifted by one); the first n_q entries of the padded memory kept
-  (off by one row); the padded memory read from entry 1; offsets read in reverse (column −δ); the
-  offset's sign flipped (i − j); not skewed at all.
+  chapter's square causal skew (n_q = n_k) is one case of it; and with `n_k` given it is the two-way
+  skew of such queries, (..., n_q, n_k + n_q − 1) → (..., n_q, n_k), every entry defined, offsets
+  δ = −(n_k − 1)..n_q − 1, which the chapter does not show (it shows the causal skew only).
+  skew(rel_logits) is what it was. Mistakes: the queries put at 0..n_q − 1; pad on the wrong side
+  (shifted by one); the first n_q entries of the padded memory kept (off by one row); the padded memory
+  read from entry 1; offsets read in reverse (column −δ); the offset's sign flipped (i − j); the one-way
+  result where both ways are asked (the keys after the query wrong); not skewed at all.
   Reported by query t and key j.
 """
 import math
@@ -302,6 +303,9 @@ EXERCISES = {
             "the offset's sign is flipped (i − j, query minus key); the columns hold δ = j − i, key minus "
             "query":
                 lambda r, n_k=None: _gathered(r, _columns(*r.shape[-2:], n_k, sign=-1)),
+            "this is the one-way skew: the keys after the query (δ > 0) got the causal skew's leftovers; "
+            "with n_k given, the last n_q − 1 columns hold δ = 1..n_q − 1, and every entry must read its own":
+                lambda r, n_k=None: None if n_k is None else _pad_skew(r[..., :n_k]),
             "rel_logits came back unskewed":
                 lambda r, n_k=None: r[..., :r.shape[-1] if n_k is None else n_k].clone()},
         checked=_up_to_own_position,
