@@ -8,11 +8,15 @@
   odd d the exponent over d + 1 or d − 1 (d made even); the angles computed in float32; the positions
   replaced by 0..len − 1. An odd d that fails otherwise is diagnosed by where: the full pairs first
   (their frequencies), then the last column. Reported by position i and column.
-  A second twist the chapter does not show: `n` may be a pair (n1, n2), an image's grid of patches, giving
-  (n1, n2, d), d even (odd d: a ValueError): the first d/2 entries encode the patch's row i1, the last d/2
-  its column i2, each half a complete encoding of width d/2 (ω_ℓ = 10000^(−2ℓ/(d/2))), as 2-D sine-cosine
-  tables of vision transformers do. Mistakes: each half cut from the width-d encoding; the halves swapped;
-  the 1-D encoding of the flattened index i1·n2 + i2. Reported by patch (i1, i2) and entry.
+  Its core since issue 29's seventh pass, which no cell of the chapter shows: `n` may be a pair (n1, n2),
+  an image's grid of patches, giving (n1, n2, d), d even (odd d: a ValueError): the first d/2 entries
+  encode the patch's row i1, the last d/2 its column i2, each half a complete encoding of width d/2
+  (ω_ℓ = 10000^(−2ℓ/(d/2))), interleaved as in 1-D. transformers' build_2d_sinusoidal_position_embedding
+  (ViT-MAE, AIMv2) is the same table with the sines before the cosines inside each half
+  (tests/test_check.py checks the reference against it). Mistakes: each half cut from the width-d
+  encoding; the halves swapped; the row's and the column's entries interleaved; transformers' layout
+  (sines first inside each half); the 1-D encoding of the flattened index i1·n2 + i2. Reported by patch
+  (i1, i2) and entry.
 """
 import torch
 
@@ -29,10 +33,13 @@ def _sinusoidal_encoding(n, d):
     return create_sinusoidal_embeddings(n, d, torch.empty(n, d, device="cpu"))  # it fills it from numpy
 
 
-def _grid(n, d, half=lambda k, width: _sinusoidal_encoding(k, width), swap=False):
-    """(H, W, d): [encoding of the row r, encoding of the column c], each from half(count, d/2)."""
+def _grid(n, d, half=lambda k, width: _sinusoidal_encoding(k, width), swap=False, mixed=False):
+    """(H, W, d): [encoding of the row r, encoding of the column c], each from half(count, d/2); mixed: the
+    two interleaved entry by entry (a mistake)."""
     (H, W), h = n, d // 2
     rows, columns = half(H, h)[:, None].expand(H, W, h), half(W, h)[None].expand(H, W, h)
+    if mixed:
+        return torch.stack([rows, columns], -1).flatten(-2)
     return torch.cat([columns, rows] if swap else [rows, columns], -1)
 
 
@@ -69,21 +76,30 @@ def _odd_d(n, d):
 
 
 def _sinusoidal_cases(g):
-    sizes = [(6, 8), (50, 32), (1, 4), (10, 2), (7, 7), (4, 1), (9, 5)]
+    sizes = [(50, 32), (10, 2), (7, 7), (4, 1), (9, 5)]  # the grid's halves are these tables again
     cases = [Case(f"n={n}, d={d}{' (odd d)' if d % 2 else ''}", (n, d), note=_odd_d(n, d) if d % 2 else "")
              for n, d in sizes]
     positions = [([40, 41, 42], 16, "a cache continuing at 40"), ([[0, 0, 1, 2], [3, 4, 5, 6]], 8, "(b, n)"),
                  ([[0, 1, 2], [99_997, 99_998, 99_999]], 16, "(b, n), up to 99,999"),
-                 ([65_536, 7, 12_345], 8, "out of order"), ([70_001, 3], 7, "odd d")]
-    grid_note = ("n may be a pair (n1, n2) too: (n1, n2, d), the first d/2 entries for the patch's row i1, "
-                 "the last d/2 for its column i2")
-    grids = [Case(f"grid (n1, n2) = {hw}, d={d}{what}", (hw, d), note=grid_note)
+                 ([70_001, 3, 12_345], 7, "out of order, odd d")]
+    grids = [Case(f"grid (n1, n2) = {hw}, d={d}{what}", (hw, d), note=_grid_note(hw, d))
              for hw, d, what in [((3, 4), 8, ""), ((2, 5), 12, ""), ((4, 3), 6, " (d/2 odd)"),
-                                 ((1, 1), 2, "")]]
+                                 ((1, 1), 2, ""), ((1, 6), 16, " (one row)"),
+                                 ((5, 1), 10, " (one column, d/2 odd)"), ((8, 8), 32, "")]]
     odd_grid = Case("grid (n1, n2) = (2, 2), d=7 (odd d)", ((2, 2), 7), raises=ValueError,
                     note="a grid splits d into two halves of d/2: raise a ValueError for odd d")
     return cases + [Case(f"positions {p} ({what}), d={d}", (torch.tensor(p), d),
                          note=_far(torch.tensor(p), d)) for p, d, what in positions] + grids + [odd_grid]
+
+
+def _grid_note(hw, d):
+    """What a grid case says when no known mistake fits: the shape, or which entries hold what."""
+    def note(got):
+        if isinstance(got, torch.Tensor) and got.shape == (*hw, d):
+            return (f"entries 0..{d // 2 - 1} of each patch must be the row i1's encoding of width d/2 = "
+                    f"{d // 2}, entries {d // 2}..{d - 1} the column i2's")
+        return "n may be a pair (n1, n2) too: (n1, n2, d), one row of d for each patch"
+    return note
 
 
 def _far(positions, d):
@@ -121,8 +137,9 @@ EXERCISES = {
     "sinusoidal_encoding": Exercise(
         _sinusoidal_cases, _sinusoidal_encoding,
         "transformers' sinusoidal table (DistilBERT), entry by entry; for a tensor of positions the same "
-        "formula in float64, rounded once to float32; for a grid, two halves of that table at width d/2",
-        "n 1..50, d 1..32, odd d; positions (n,) and (b, n) up to 99,999; grids (n1, n2) up to 5, d/2 odd", {
+        "formula in float64, rounded once to float32; for a grid, two halves of that table at width d/2 (as "
+        "transformers' 2-D ViT-MAE table, sines and cosines interleaved)",
+        "n 1..50, d 1..32, odd d; positions (n,) and (b, n) up to 99,999; grids (n1, n2) up to 8, d/2 odd", {
             "these are sin and cos halves side by side; interleave them (sin at 2l, cos at 2l + 1)":
                 _sin_cos_halves,
             "the exponent is l/d; it is 2l/d (ω_l = 10000^(−2l/d))":
@@ -145,6 +162,12 @@ EXERCISES = {
             "the halves are swapped: the first d/2 entries encode the patch's row i1, the last d/2 its "
             "column i2":
                 lambda n, d: _grid(n, d, swap=True),
+            "the row's and the column's entries are interleaved (row, column, row, …); the first d/2 "
+            "entries are the row i1's whole encoding, the last d/2 the column i2's":
+                lambda n, d: _grid(n, d, mixed=True),
+            "inside each half the sines come first, then the cosines (transformers' 2-D layout); "
+            "interleave them as in 1-D, sin at 2l and cos at 2l + 1 of each half":
+                lambda n, d: _grid(n, d, half=_sin_cos_halves),
             "this is the 1-D encoding of the flattened index i1·n2 + i2; a grid encodes the row and the "
             "column each in its own half":
                 lambda n, d: _sinusoidal_encoding(n[0] * n[1], d).reshape(*n, d)},
