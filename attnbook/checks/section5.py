@@ -11,6 +11,12 @@
   A third time: positions may be fractional floats (position interpolation divides them by s, section 6),
   which a cos/sin table read at each position, the way older models cached RoPE, cannot serve; mistake:
   positions cut to whole numbers.
+  A fourth time (issue 29: the core is now what no cell of the chapter shows): rope(x, positions, grid=True)
+  takes positions (..., n, 2), each patch's row μ and column ν, and turns pairs l < d_h/4 by μ and the
+  others by ν, each half a RoPE of width d_h/2 (axial 2-D RoPE, Heo et al. 2024, in the half-split layout
+  of transformers' Qwen2-VL vision tower, the reference); d_h not divisible by 4 must raise a ValueError.
+  Mistakes: both halves by μ, or both by ν; μ and ν swapped; the halves of the coordinates instead of the
+  halves of the pairs; the width-d_h frequencies kept. And for 1-D: cos and sin laid out by neighbours.
 * position_ids: padding ignored (arange); starts at 1; counted from the right (the last token 0).
   The lines name the mistake, not the one-line answer.
 """
@@ -32,7 +38,21 @@ def _llama_rope(d_h):
     return LlamaRotaryEmbedding(config)
 
 
-def _rope(x, positions, per_sequence=True):
+@lru_cache
+def _qwen2_vl_rope(d_h):
+    from transformers.models.qwen2_vl.configuration_qwen2_vl import Qwen2VLVisionConfig
+    from transformers.models.qwen2_vl.modeling_qwen2_vl import Qwen2VLVisionRotaryEmbedding
+
+    config = Qwen2VLVisionConfig(embed_dim=d_h, num_heads=1,
+                                 rope_parameters={"rope_type": "axial", "rope_theta": 10000.0})
+    return Qwen2VLVisionRotaryEmbedding(config)
+
+
+def _rope(x, positions, per_sequence=True, grid=False):
+    if grid:  # transformers' Qwen2-VL vision RoPE: pairs l < d_h/4 by the row, the rest by the column
+        cos, sin = _qwen2_vl_rope(x.shape[-1])(x, positions.reshape(-1, 2))
+        cos, sin = (c.reshape(-1, positions.shape[-2], x.shape[-1]).to(x.dtype) for c in (cos, sin))
+        return _turned(x, positions[..., 0], cos, sin, per_sequence)
     # transformers computes the angles in float32 and casts cos and sin to x's dtype
     cos, sin = _llama_rope(x.shape[-1])(x, positions if positions.dim() == 2 else positions[None])
     return _turned(x, positions, cos, sin, per_sequence)
@@ -54,12 +74,27 @@ def _rounded(x, positions, what="angles"):
     d = x.shape[-1]
     omega = 10000.0 ** (-torch.arange(0, d, 2, dtype=torch.float32) / d)
     if what == "angles":
-        angles = positions[..., None].to(x.dtype) * omega.to(x.dtype)
-    else:
-        angles = positions[..., None].float() * omega.to(x.dtype).float()
-    angles = torch.cat([angles, angles], -1)
+        return _from_angles(x, positions, positions[..., None].to(x.dtype) * omega.to(x.dtype))
+    return _from_angles(x, positions, positions[..., None].float() * omega.to(x.dtype).float())
+
+
+def _from_angles(x, positions, angles, neighbours=False):
+    """x turned by angles (..., n, d_h/2), pair l = (l, l + d_h/2); neighbours (a mistake): cos and sin laid
+    out ω₀, ω₀, ω₁, ω₁, … as for the interleaved pairs, where rotate_half wants ω₀, ω₁, …, ω₀, ω₁, …"""
+    angles = angles.repeat_interleave(2, -1) if neighbours else torch.cat([angles, angles], -1)
     angles = angles if positions.dim() == 2 else angles[None]
     return _turned(x, positions, angles.cos().to(x.dtype), angles.sin().to(x.dtype))
+
+
+def _grid_wrong(x, positions, how):
+    """The grid mistakes: the halves of the coordinates each a RoPE of width d_h/2, or the pairs turned by
+    their row or column at the width-d_h frequencies."""
+    half, rows, cols = x.shape[-1] // 2, positions[..., 0], positions[..., 1]
+    if how == "coordinates":
+        return torch.cat([_rope(x[..., :half], rows), _rope(x[..., half:], cols)], -1)
+    by_row = torch.arange(half) < half // 2
+    angles = torch.where(by_row, rows[..., None], cols[..., None]) * 10000.0 ** (-torch.arange(half) / half)
+    return _from_angles(x, rows, angles)
 
 
 def _rotated(x, positions, interleaved=False, exponent=2):
@@ -109,6 +144,21 @@ def _rope_cases(g):
                           "makes them)", (randn(g, *shape), torch.tensor(positions)),
                           note="float positions must work too: the angle is position·ω, whatever the "
                                "position"))
+    patches = [[r, c] for r in range(2) for c in range(3)]  # a 2 × 3 grid of patches, row by row
+    grids = [((6, 8), patches, "a 2 × 3 grid"), ((2, 3, 6, 16), patches[::-1], "the patches in reverse"),
+             ((4, 4), [[0, 0], [5, 2], [1.5, 7], [-3, 0]], "fractional and negative"),
+             ((2, 2, 3, 16), [[[0, 0], [0, 1], [1, 0]], [[4, 4], [4, 5], [5, 4]]],
+              "(b, n, 2): one grid per sequence")]
+    for shape, positions, what in grids:
+        cases.append(Case(f"x {shape}, grid=True, positions (μ, ν) {positions} ({what})",
+                          (randn(g, *shape), torch.tensor(positions)), {"grid": True},
+                          note="grid=True must work too: positions (..., n, 2) hold each patch's row μ "
+                               "and column ν; pairs l < d_h/4 turn by μ, the others by ν, each half a RoPE "
+                               "of width d_h/2"))
+    cases.append(Case("x (4, 6), grid=True (d_h = 6)", (randn(g, 4, 6), torch.tensor(patches[:4])),
+                      {"grid": True}, raises=ValueError, note="d_h = 6 has 3 pairs, which a row half and a "
+                      "column half cannot share: on a grid, raise a ValueError that says d_h must be "
+                      "divisible by 4"))
     for shape in [(2, 3, 5), (4, 1)]:
         cases.append(Case(f"x {shape} (odd d_h = {shape[-1]})", (randn(g, *shape), torch.arange(shape[-2])),
                           raises=ValueError, note=f"d_h = {shape[-1]} is odd, so coordinate l has no partner "
@@ -136,9 +186,11 @@ EXERCISES = {
     "rope": Exercise(
         _rope_cases, _rope,
         "transformers' Llama RoPE (apply_rotary_pos_emb, base 10,000; in bfloat16 and float16 its float32 "
-        "angles, cos and sin cast to x's dtype, to a few units in the last place)",
+        "angles, cos and sin cast to x's dtype, to a few units in the last place) and, on a grid, its "
+        "Qwen2-VL vision RoPE",
         "d_h 2..64, batch and head dims, positions not 0..n-1, negative and fractional positions, positions "
-        "(b, n) per sequence, bfloat16 and float16 at positions up to 65,000; odd d_h refused", {
+        "(b, n) per sequence, bfloat16 and float16 at positions up to 65,000; grids (μ, ν) of patches, one "
+        "per sequence too; odd d_h, and d_h = 6 on a grid, refused", {
             "the angles position·ω were computed in x's dtype, whose few significant bits (8 in bfloat16, "
             "11 in float16) cannot hold a position near 40,000 exactly; compute them in float32":
                 lambda x, p: _rounded(x, p, "angles"),
@@ -161,7 +213,23 @@ EXERCISES = {
             "position interpolation gives fractional ones; compute the angles from them":
                 lambda x, p: _rope(x, p.long()),
             "every sequence got the first row's positions; row b of positions belongs to sequence b":
-                lambda x, p: _rope(x, p[0] if p.dim() == 2 else p)}),
+                lambda x, p: _rope(x, p[0] if p.dim() == 2 else p),
+            "cos and sin were laid out by neighbours (ω₀, ω₀, ω₁, ω₁, …, repeat_interleave), which fits the "
+            "interleaved pairs; rotate_half's pair l is (l, l + d_h/2), so lay them out by halves":
+                lambda x, p: _from_angles(x, p, p[..., None].float() * _llama_rope(x.shape[-1]).inv_freq,
+                                          neighbours=True),
+            "both halves of the pairs turned by the row μ; pairs l ≥ d_h/4 turn by the column ν":
+                lambda x, p, grid: _rope(x, p[..., [0, 0]], grid=True),
+            "both halves of the pairs turned by the column ν; pairs l < d_h/4 turn by the row μ":
+                lambda x, p, grid: _rope(x, p[..., [1, 1]], grid=True),
+            "the row and the column are swapped: pairs l < d_h/4 turn by the row μ = positions[..., 0]":
+                lambda x, p, grid: _rope(x, p.flip(-1), grid=True),
+            "each half of the coordinates (x[..., :d_h/2], x[..., d_h/2:]) got its own RoPE; the exercise "
+            "splits the pairs (l, l + d_h/2) instead: l < d_h/4 by μ, the rest by ν":
+                lambda x, p, grid: _grid_wrong(x, p, "coordinates"),
+            "the pairs kept the width-d_h frequencies 10000^(−2l/d_h); each half is a RoPE of width d_h/2, "
+            "so pair l and pair l + d_h/4 share one frequency":
+                lambda x, p, grid: _grid_wrong(x, p, "frequencies")}),
     "position_ids": Exercise(
         _position_ids_cases, _position_ids,
         "transformers' generate() position ids on the real tokens",
