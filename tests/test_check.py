@@ -919,7 +919,7 @@ CHAPTER_CELLS = [  # (exercise, the chapter's cell as a reader would copy it, wh
     ("rope", chapter_rope, "positions (b, n) must work too"),
     ("rope", lambda x, positions: chapter_rope(x, positions) if positions.dim() == 1 else rope(x, positions),
      "x in bfloat16 must work too"),
-    ("rope", lambda x, positions: rope(x, positions), "grid=True must work too"),  # the chapter's 1-D, all of it
+    ("rope", lambda x, positions: rope(x, positions), "grid=True must work too"),  # all of the 1-D contract
     ("ntk_frequencies", chapter_ntk, "factors=(short, long) must work too"),
 ]
 
