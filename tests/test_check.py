@@ -234,11 +234,21 @@ def other_half_slopes(h):  # m2, m4, ... of the next power of two where m1, m3, 
     return press_slopes(c) + press_slopes(2 * c)[1::2][:h - c]
 
 
+def filled_slopes(h, fill):  # the extra heads' slopes from a mistaken fill of the gaps of 1, m_1, …, m_h'
+    c = 2 ** math.floor(math.log2(h))
+    ladder = [1.0] + press_slopes(c)
+    means = [(a + b) / 2 if fill == "arithmetic" else math.sqrt(a * b)
+             for a, b in zip(ladder[:-1], ladder[1:], strict=True)]
+    means = means[::-1] if fill == "flat end" else means[1:] if fill == "from m_1" else means
+    return press_slopes(c) + means[:h - c]
+
+
 def alibi_bias(n, h, heads=None, sign=-1, naive=False, reverse=False, other_half=False, causal=False,
-               shard_model=False, from_0=False):
+               shard_model=False, from_0=False, fill=None):
     if heads is not None and shard_model:  # the mistake: the slopes of a model of len(heads) heads
         h, heads = len(heads), None
     slopes = [2 ** (-8 * (g + 1) / h) for g in range(h)] if naive else press_slopes(h)
+    slopes = filled_slopes(h, fill) if fill else slopes
     slopes = torch.tensor(other_half_slopes(h) if other_half else slopes)
     slopes = slopes.flip(0) if reverse else slopes
     if heads is not None:  # head g is row g − 1 (from_0: row g, the mistake)
@@ -539,7 +549,11 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
     ("alibi_bias", P(alibi_bias, naive=True), "only for h a power of two"),
     ("alibi_bias", P(alibi_bias, reverse=True), "reverse order"),
     ("alibi_bias", P(alibi_bias, other_half=True), "at head g = 5, query i = 0, key j = 1: expected -0.5, "
-     "got -0.25 — the extra heads got m₂, m₄, … of the 2^(a+1)-head sequence"),
+     "got -0.25 — the extra heads repeat slopes the first h' heads already have"),
+    ("alibi_bias", P(alibi_bias, fill="arithmetic"), "case n=5, h=6 (h not a power of two): at head g = 5, "
+     "query i = 0, key j = 1: expected -0.5, got -0.625 — the extra slopes are the arithmetic means"),
+    ("alibi_bias", P(alibi_bias, fill="from m_1"), "the extra slopes start halfway between m_1 and m_2"),
+    ("alibi_bias", P(alibi_bias, fill="flat end"), "the gaps were filled from the flat end"),
     ("alibi_bias", P(alibi_bias, causal=True), "at head g = 1, query i = 0, key j = 1: expected -0.25, got "
      "-inf — this is the causal bias"),
     ("t5_bucket", P(t5_bucket, queries_first=True), "case relative_position (3, 200) (n_q, n_k), "

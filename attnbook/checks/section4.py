@@ -2,13 +2,16 @@
 
 * alibi_bias: its contract grew (issue 29): `heads=` a range of head numbers g (1..h) asks for those
   rows only, as one device of a tensor-parallel model holds (BLOOM's shards), which the chapter never
-  meets; alibi_bias(n, h) is what it was. Mistakes: the shard given the slopes of a model of len(heads)
+  meets; alibi_bias(n, h) is what it was. For h not a power of two the exercise states Press et al.'s
+  rule as its idea (the extra heads' slopes halfway, on a log scale, between neighbours of 1, m_1, …,
+  m_h'), which the chapter does not show. Mistakes: the shard given the slopes of a model of len(heads)
   heads; head numbers read as indices from 0 (head g gets m_(g+1)); sign flipped; the
   powers-of-two-only slopes 2^(−8g/h); the other half of the interleaved slopes (m₂, m₄, … of the
-  2^(a+1)-head sequence); heads in reverse order; no absolute value; the causal version (−∞ above the
-  diagonal); slopes sorted steepest first. Reported by head g = 1..h and positions (i, j). An answer
-  that takes its slopes (or its bias) from transformers' build_alibi_tensor, the reference, is told so
-  in one line, as t5_bucket's is.
+  2h'-head sequence, repeats); arithmetic means of neighbours; the means started at (m_1, m_2), not
+  (1, m_1); the gaps filled from the flat end; heads in reverse order; no absolute value; the causal
+  version (−∞ above the diagonal); slopes sorted steepest first. Reported by head g = 1..h and
+  positions (i, j). An answer that takes its slopes (or its bias) from transformers'
+  build_alibi_tensor, the reference, is told so in one line, as t5_bucket's is.
 * t5_bucket: its contract grew (issue 29): relative_position may be a pair (n_q, n_k), asking for the
   (n_q, n_k) buckets of n_q queries that are the last of n_k positions (a decoder step after a KV cache,
   what T5's compute_bias needs past_seen_tokens for), which the chapter never meets; offsets in are
@@ -52,6 +55,16 @@ def _other_half_slopes(h):
     """The 2^a geometric slopes, then m₂, m₄, … of the 2^(a+1)-head sequence (for the mistake)."""
     power = 2 ** math.floor(math.log2(h))
     return torch.cat([_geometric(power), _geometric(2 * power)[1::2][:h - power]])
+
+
+def _filled(h, mean=lambda a, b: (a * b).sqrt(), first=0, flat_end=False):
+    """The h' = 2^⌊log₂ h⌋ geometric slopes, then the means of neighbours of 1, m_1, …, m_h' from pair
+    `first` on (flat_end: from the flattest pair back): Press et al.'s with the geometric mean from the
+    pair (1, m_1) (for the mistakes)."""
+    power = 2 ** math.floor(math.log2(h))
+    ladder = torch.cat([torch.ones(1), _geometric(power)])
+    means = mean(ladder[:-1], ladder[1:])
+    return torch.cat([_geometric(power), (means.flip(0) if flat_end else means)[first:first + h - power]])
 
 
 def _alibi_from(slopes, n, distance=lambda i, j: -(i - j).abs()):
@@ -239,12 +252,19 @@ EXERCISES = {
                     torch.tensor(list(heads))] if heads is not None else None,
             "the sign is flipped: the bias is −m·|i − j|, a penalty":
                 _alibi_mistake(lambda n, h: -_alibi_bias(n, h)),
-            "these slopes 2^(−8g/h) hold only for h a power of two; Press et al. add "
-            "interleaved slopes from the next power of two for other h":
+            "these slopes 2^(−8g/h) hold only for h a power of two; for other h the first h' heads keep "
+            "the slopes of h' heads and the others fill the gaps between them":
                 _alibi_mistake(lambda n, h: _alibi_from(_geometric(h), n)),
-            "the extra heads got m₂, m₄, … of the 2^(a+1)-head sequence, which repeat slopes already "
-            "used; Press et al. take m₁, m₃, m₅, …":
+            "the extra heads repeat slopes the first h' heads already have (m₂, m₄, … of the 2h'-head "
+            "sequence); theirs lie halfway between neighbours of 1, m_1, …, m_h'":
                 _alibi_mistake(lambda n, h: _alibi_from(_other_half_slopes(h), n)),
+            "the extra slopes are the arithmetic means of neighbours; halfway on a log scale is the "
+            "geometric mean, √(m_g·m_(g+1))":
+                _alibi_mistake(lambda n, h: _alibi_from(_filled(h, mean=lambda a, b: (a + b) / 2), n)),
+            "the extra slopes start halfway between m_1 and m_2; the first lies between 1 and m_1, √m_1":
+                _alibi_mistake(lambda n, h: _alibi_from(_filled(h, first=1), n)),
+            "the gaps were filled from the flat end; the extra heads start at the steep end, √m_1 first":
+                _alibi_mistake(lambda n, h: _alibi_from(_filled(h, flat_end=True), n)),
             "the heads are in reverse order: head g = 1 is the steepest":
                 _alibi_mistake(lambda n, h: _alibi_bias(n, h).flip(0)),
             "this is the causal bias, −∞ for keys after the query; the exercise asks for both "
