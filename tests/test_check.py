@@ -400,12 +400,11 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
      "causal=True must work too"),
     ("causal_mask", P(causal_mask, chunk_as_window=True), "case n=7, chunk=3: at query i = 3, key j = 1: "
      "expected False, got True — this is a sliding window of c keys, not chunks"),
-    ("causal_mask", lambda n, window=None, chunk=None, documents=None: causal_mask(n, window, chunk, documents,
-                                                                                   both_ways=chunk is not None),
-     "the chunk reaches both ways"),
+    ("causal_mask", lambda n, window=None, chunk=None, documents=None:
+     causal_mask(n, window, chunk, documents, both_ways=chunk is not None), "the chunk reaches both ways"),
     ("causal_mask", P(causal_mask, late=1), "the chunks start one position late"),
-    ("causal_mask", lambda n, window=None, chunk=None, documents=None: causal_mask(n, window, None, documents),
-     "chunk=c is ignored"),
+    ("causal_mask", lambda n, window=None, chunk=None, documents=None:
+     causal_mask(n, window, None, documents), "chunk=c is ignored"),
     ("causal_mask", lambda n, window=None, documents=None: causal_mask(n, window, None, documents),
      "chunk=c must work too"),
     ("causal_mask", P(causal_mask, across=True), "case n=10, documents=[3, 5, 2]: at query i = 3, key j = 0: "
@@ -419,36 +418,37 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
     ("causal_mask", P(causal_mask, transpose=True), "transposed"),
     ("causal_mask", lambda n, window=None, **more: ~causal_mask(n, window, **more), "inverse"),
     ("causal_mask", P(causal_mask, wider=1),
-     "case n=6, window=3: at query i = 3, key j = 0: expected False, got True — this window holds w + 1 keys"),
+     "case n=6, window=3: at query i = 3, key j = 0: expected False, got True — this window holds w + 1 "
+     "keys"),
     ("causal_mask", P(causal_mask, wider=-1), "this window holds w − 1 keys"),
     ("causal_mask", P(causal_mask, both_ways=True), "the window reaches both ways"),
     ("causal_mask", lambda n, window=None, chunk=None, documents=None: causal_mask(n, None, chunk, documents),
      "the window is ignored"),
     ("causal_mask", lambda n, chunk=None, documents=None: causal_mask(n, None, chunk, documents),
      "window=w must work too"),
-    ("causal_mask", lambda n, window=None, chunk=None, documents=None: causal_mask(n, window, chunk, documents)
-     & causal_mask(n, None, chunk, documents, whole_documents=True), "no causality inside a document"),
     ("attention", P(attention, dim=-2), "over the queries"),
     ("attention", P(attention, scale=lambda q, v: 1), "not divided by √d_h"),
     ("attention", P(attention, scale=lambda q, v: q.shape[-1]), "divided by d_h"),
     ("attention", P(attention, scale=lambda q, v: math.sqrt(v.shape[-1])), "divided by √d_v"),
-    ("attention", lambda q, k, v, mask=None: attention(q, k, v), "mask is ignored"),
+    ("attention", lambda q, k, v, mask=None, sinks=None: attention(q, k, v, sinks=sinks), "mask is ignored"),
     ("attention", P(attention, scale=lambda q, v: math.sqrt(v.shape[-2])),
      "divided by √n_k, the number of keys"),
     ("attention", P(attention, scale=lambda q, v: math.sqrt(q.shape[-2])), "divided by √n_q"),
     ("attention", P(attention, scale=lambda q, v: 1 / math.sqrt(q.shape[-1])), "multiplied by √d_h"),
-    ("attention", P(attention, sink_scaled=True), "case q (2, 4, 3, 8), h_kv=2, n_k=5, sinks 4 logits, no "
-     "mask: at head g = 1, query 0, column 0: expected -0.482973, got"),
+    ("attention", P(attention, sink_scaled=True), "case q (2, 4, 3, 8), h_kv=2, n_k=5, d_v=6, sinks 4 "
+     "logits, no mask: at head g = 1, query 0, column 0: expected 0.0930434, got 0.118819 — the sink logit"),
     ("attention", P(attention, sink_scaled=True), "the sink logit was divided by √d_h with the scores"),
     ("attention", P(attention, sink_added=True), "the sinks change nothing: ignored, added to every score"),
     ("attention", P(attention, renormalised=True), "weight handed back to the keys"),
     ("attention", P(attention, sink_after=True), "a row with every key masked gives NaN"),
-    ("attention", lambda q, k, v, mask=None: attention(q, k, v, mask), "sinks=s must work too"),
-    ("attention", P(attention, tiled=True), "case q (2, 4, 3, 8), k and v with h_kv=2 of h=4 heads, n_k=5, "
-     "d_v=6, no mask: at head g = 2, query 0, column 0: expected -0.580212, got 0.158349 — the key/value "
-     "heads were tiled (k.repeat), not repeated head by head"),
-    ("attention", lambda q, k, v, mask=None: attention(q, k[..., :1, :, :], v[..., :1, :, :], mask)
-     if q.dim() > 3 else attention(q, k, v, mask), "every query head read the first key/value head"),
+    ("attention", lambda q, k, v, mask=None: attention(q, k, v, mask), "sinks=s: one more logit s_g per "
+     "query head g in each row's softmax"),
+    ("attention", P(attention, tiled=True), "case q (2, 4, 3, 8), h_kv=2, n_k=5, d_v=6, sinks 4 logits, no "
+     "mask: at head g = 2, query 0, column 0: expected -0.104535, got 0.51338 — the key/value heads were "
+     "tiled (k.repeat), not repeated head by head"),
+    ("attention", lambda q, k, v, mask=None, sinks=None:
+     attention(q, k[..., :1, :, :], v[..., :1, :, :], mask, sinks) if q.dim() > 3
+     else attention(q, k, v, mask, sinks), "every query head read the first key/value head"),
     ("attention_flops", P(attention_flops, projections=0), "projections (8nd²) are missing"),
     ("attention_flops", P(attention_flops, per_multiply_add=1), "counts 2 FLOPs"),
     ("attention_flops", P(attention_flops, projections=3), "three projections"),
@@ -913,10 +913,10 @@ def chapter_ntk(d, base, scale):
 
 CHAPTER_CELLS = [  # (exercise, the chapter's cell as a reader would copy it, what the line says)
     ("masked_softmax", chapter_masked_softmax, "causal=True must work too"),
-    ("causal_mask", lambda n: torch.ones(n, n, dtype=torch.bool).tril(), "documents=[n_1, n_2, ...] must work "
-     "too"),
+    ("causal_mask", lambda n: torch.ones(n, n, dtype=torch.bool).tril(),
+     "documents=[n_1, n_2, ...] must work too"),
     ("causal_mask", lambda n, documents=None: causal_mask(n, documents=documents), "window=w must work too"),
-    ("attention", chapter_attend, "k and v may have fewer heads than q"),
+    ("attention", chapter_attend, "sinks=s: one more logit s_g per query head g"),
     ("attention_flops", lambda n, d: 8 * n * d**2 + 4 * n**2 * d, "cached=m must work too"),
     ("sinusoidal_encoding", chapter_sinusoidal_table, "odd d must work too"),
     ("sinusoidal_encoding", lambda n, d: chapter_sinusoidal_table(n, d)[:, :d],  # its PositionalEncoding

@@ -9,18 +9,25 @@
   uniform); key j = valid length kept (j ≤ len); masked keys zeroed after the softmax (not
   renormalised); valid_lens ignored; causal ignored; the causal diagonal top-left (query t at position
   t; the line does not say where SDPA's is_causal puts it, the exercise's question); valid_lens (b, q)
-  not handled (the case's note); valid_lens laid out as for (b, n_q, n_k), so the batch axis meets the
-  heads axis (silent when b = h). Its gradients are checked too, once the weights agree: −inf added to
-  the scores and the empty row's NaN replaced afterwards gives the right weights and NaN gradients.
+  not handled (the case's note); an empty row left NaN; valid_lens laid out as for (b, n_q, n_k), so the
+  batch axis meets the heads axis (silent when b = h). Its gradients are checked too, once the weights
+  agree: −inf added to the scores and the empty row's NaN replaced afterwards gives the right weights and
+  NaN gradients.
 * causal_mask: its contract grew (issue 29): `window=w` keeps only each query's last w keys, itself
   included (a sliding window, as Mistral's in transformers); and `chunk=c`, which the chapter never
   meets, keeps only the keys j ≤ i of query i's own chunk of c positions, chunks starting at 0, c, 2c, …
   (Llama 4's chunked attention, transformers' chunked_causal_mask_function); causal_mask(n) is what it
-  was. Mistakes: strict j < i; j ≤ i + 1; transposed (j ≥ i); inverted (True where blocked); the
+  was. And `documents=[n_1, n_2, ...]` (lengths summing to n; packed sequences, the core since issue 29):
+  causal within each document, never across (block-diagonal causal, as FlashAttention's varlen and
+  transformers' packed_sequence_mask_function), with a window too. Mistakes: documents ignored (attending
+  across documents); no causality inside a document; each document starting one position late (the token
+  at a boundary counted in the one before). Reported at query i, key j. Also: strict j < i; j ≤ i + 1;
+  transposed (j ≥ i); inverted (True where blocked); the
   additive 0/−inf float mask instead of bool; a window of w + 1 or w − 1 keys; the window ignored; the
   window on both sides; a sliding window of c keys for chunks; chunks reaching both ways; chunks
   starting one position late.
-* attention: its contract grew (issue 29): dim −3 holds the heads, and k, v may have fewer of them than
+* attention: its contract grew (issue 29), and its core is now the sinks (most cases have them): dim −3 holds
+  the heads, and k, v may have fewer of them than
   q (grouped-query attention, h_kv dividing h: query head g = 1..h reads key/value head ⌈g·h_kv/h⌉,
   as transformers' repeat_kv and SDPA's enable_gqa), with any leading dimensions
   and a mask broadcast to (..., h, n_q, n_k), so the chapter's attend no longer answers it;
@@ -28,7 +35,8 @@
   gpt-oss's learned sink, one more logit s_g per query head in each row's softmax whose weight goes to no
   value (the keys' weights sum to less than 1, and a row with every key masked gives zeros). Mistakes:
   the sinks changing nothing (ignored, added to every score, or their weight handed back to the keys);
-  the sink divided by √d_h; the key/value heads tiled (query heads
+  the sink divided by √d_h; a fully masked row NaN (the keys' softmax first, then scaled by the sink's
+  share); the key/value heads tiled (query heads
   read 1, 2, …, h_kv, 1, 2, …); the first key/value head for every query head; softmax over the
   queries; no scaling; divided by d_h; divided by √d_v; divided by √n_k or √n_q (the lengths);
   multiplied by √d_h; mask read the other way; mask ignored. Reported by head g = 1..h, query, column.
@@ -62,12 +70,14 @@ def _keep(scores, valid_lens, inclusive=False, causal=False, corner="lower_right
 
 
 def _masked(scores, valid_lens, fill, dim=-1, inclusive=False, causal=False, corner="lower_right",
-            head_axes=True):
-    """Keys j < valid length kept (j ≤ with inclusive), the rest set to `fill`, softmax over `dim`."""
+            head_axes=True, keep_nan=False):
+    """Keys j < valid length kept (j ≤ with inclusive), the rest set to `fill`, softmax over `dim` (an empty
+    row's NaN left as it is with keep_nan)."""
     if valid_lens is None and not causal:
         return scores.softmax(dim)
     keep = _keep(scores, valid_lens, inclusive, causal, corner, head_axes)
-    return scores.masked_fill(~keep, fill).softmax(dim).nan_to_num(0.0)
+    weights = scores.masked_fill(~keep, fill).softmax(dim)
+    return weights if keep_nan else weights.nan_to_num(0.0)
 
 
 def _masked_softmax(scores, valid_lens=None, causal=False):
@@ -149,17 +159,23 @@ def _masked_softmax_cases(g):
 
 
 # ----------------------------------------------------------------------------------- causal_mask
-def _causal_mask(n, window=None, chunk=None):
+def _causal_mask(n, window=None, chunk=None, documents=None):
+    if window is None and chunk is None and documents is None:
+        return torch.nn.Transformer.generate_square_subsequent_mask(n) == 0
     from transformers import masking_utils
 
     # transformers' mask functions take index tensors: query i down, key j across
+    rules = [masking_utils.causal_mask_function]
+    if window is not None:  # Mistral's sliding window
+        rules.append(masking_utils.sliding_window_causal_mask_function(window))
     if chunk is not None:  # Llama 4's chunked attention (no left padding: offset 0)
-        keys = masking_utils.chunked_causal_mask_function(chunk, torch.zeros(1, dtype=torch.long))
-    elif window is not None:
-        keys = masking_utils.sliding_window_causal_mask_function(window)
-    else:
-        return torch.nn.Transformer.generate_square_subsequent_mask(n) == 0
-    return keys(0, 0, torch.arange(n)[:, None], torch.arange(n))
+        rules.append(masking_utils.chunked_causal_mask_function(chunk, torch.zeros(1, dtype=torch.long)))
+    if documents is not None:  # packed sequences: the documents found where the positions restart
+        positions = torch.cat([torch.arange(length) for length in documents])[None]
+        found = masking_utils.find_packed_sequence_indices(positions)
+        rules.append(masking_utils.packed_sequence_mask_function(
+            torch.zeros_like(positions) if found is None else found))
+    return masking_utils.and_masks(*rules)(0, 0, torch.arange(n)[:, None], torch.arange(n))
 
 
 def _windowed(n, window=None, keys=lambda i, j, w: (j <= i) & (j > i - w), chunk=None, chunked=None):
@@ -171,21 +187,56 @@ def _windowed(n, window=None, keys=lambda i, j, w: (j <= i) & (j > i - w), chunk
     return keys(i, j, window) if window is not None else tril(n, 0)
 
 
+def _same_document(n, documents, late=False):
+    """True where positions i and j share a document (documents: lengths summing to n), or None; late: each
+    document starting one position late (the mistake: the token at a boundary counted in the one before)."""
+    if documents is None:
+        return None
+    ends = torch.tensor(documents).cumsum(0)  # a document ends where the next starts
+    document = torch.searchsorted(ends, torch.arange(n), right=not late)
+    return document[:, None] == document
+
+
 def _mask_mistake(fn):
-    """fn(n, window, chunk) as an answer to causal_mask (for mistakes)."""
-    return lambda n, window=None, chunk=None: fn(n, window, chunk)
+    """fn(n, window, chunk) as an answer to causal_mask, kept within the documents (for mistakes)."""
+    def mask(n, window=None, chunk=None, documents=None):
+        made, same = fn(n, window, chunk), _same_document(n, documents)
+        return made if same is None else made & same
+    return mask
+
+
+def _packed(late=False, causal=True):
+    """causal_mask with documents written out (for mistakes): each document starting one position late, or
+    without causality inside a document."""
+    def mask(n, window=None, chunk=None, documents=None):
+        allowed = _causal_mask(n, window, chunk) if causal else torch.ones(n, n, dtype=torch.bool)
+        return allowed if documents is None else allowed & _same_document(n, documents, late)
+    return mask
+
+
+def _query_key(case, at):
+    return f"at query i = {at[0]}, key j = {at[1]}:"
 
 
 def _causal_cases(g):
+    def packed(n, docs, more=None, note=""):
+        window = f", window={more['window']}" if more else ""
+        return Case(f"n={n}, documents={docs}{window}{note}", (n,), {"documents": docs, **(more or {})},
+                    note="documents=[n_1, n_2, ...] must work too: query i sees the keys j ≤ i of its own "
+                         "document" + ", within its window" * bool(more))
+
     return [Case(f"n={n}", (n,)) for n in (5, 1, 2, 8)] + [
+        packed(10, [3, 5, 2]), packed(6, [1, 1, 4], note=" (documents of one token)"),
+        packed(5, [5], note=" (one: causal)"), packed(7, [2, 5])] + [
         Case(f"n={n}, window={w}{note}", (n,), {"window": w},
              note="window=w must work too: query i sees keys i − w + 1..i, its own among them")
         for n, w, note in [(6, 3, ""), (5, 1, " (itself only)"), (4, 4, " (= n: causal)"), (3, 8, " (> n)"),
                            (9, 2, "")]] + [
+        packed(8, [5, 3], {"window": 3}), packed(9, [2, 7], {"window": 4}),
+        packed(7, [3, 3, 1], {"window": 8}, " (> n)")] + [
         Case(f"n={n}, chunk={c}{note}", (n,), {"chunk": c},
              note="chunk=c must work too: query i sees the keys j ≤ i of its own chunk of c positions")
-        for n, c, note in [(7, 3, ""), (8, 4, ""), (5, 1, " (itself only)"), (4, 8, " (> n: causal)"),
-                           (10, 3, "")]]
+        for n, c, note in [(7, 3, ""), (8, 4, ""), (5, 1, " (itself only)"), (4, 8, " (> n: causal)")]]
 
 
 # ----------------------------------------------------------------------------------- attention
@@ -212,7 +263,8 @@ def _attention_as(q, k, v, mask=None, divide_by=None, dim=-1, keep=True, heads="
                   sink="logit"):
     """Written-out attention with the scaling, softmax axis, mask meaning and head grouping chosen (for
     mistakes). sinks (h,): one more logit per query head in each row's softmax, whose weight is dropped
-    (gpt-oss); sink="scaled": the mistake of dividing it by √d_h too."""
+    (gpt-oss); sink="scaled": the mistake of dividing it by √d_h too; sink="after": the keys' softmax scaled
+    by the share the sink leaves them, right except on a fully masked row (NaN)."""
     k, v = _grouped(k, v, q, heads)
     scale = math.sqrt(q.shape[-1]) if divide_by is None else divide_by(q, v)
     scores = q @ k.transpose(-1, -2) / scale
@@ -221,6 +273,8 @@ def _attention_as(q, k, v, mask=None, divide_by=None, dim=-1, keep=True, heads="
     if sinks is None:
         return scores.softmax(dim) @ v
     column = (sinks / scale if sink == "scaled" else sinks)[:, None, None].expand(*scores.shape[:-1], 1)
+    if sink == "after":  # the keys' softmax, scaled by the share the sink leaves: NaN where all are masked
+        return scores.softmax(-1) * torch.sigmoid(scores.logsumexp(-1, keepdim=True) - column) @ v
     weights = torch.cat([scores, column], -1).softmax(-1)[..., :-1]
     return weights @ v
 
@@ -241,33 +295,31 @@ def _attention_cases(g):
     padding = torch.tensor([[True] * 4 + [False] * 2, [True] * 6])[:, None, :]
     empty_row = torch.rand(3, 5, generator=g) < 0.5
     empty_row[1], empty_row[[0, 2], 0] = False, True  # query 1 has no key: with sinks, allowed
-    specs = [(2, 4, 6, 16, 5, None, "no mask"), (2, 4, 6, 16, 4, padding, "padding mask (b, 1, n_k)"),
-             (2, 5, 5, 8, 3, tril(5, 0), "causal mask (n, n)"),
-             (2, 4, 6, 8, 8, random_mask, "random mask (b, n_q, n_k)"),
-             (1, 1, 1, 8, 2, None, "n = 1"), (3, 2, 3, 1, 2, None, "d_h = 1")]
+    sinks_note = "sinks=s: one more logit s_g per query head g in each row's softmax, weight going nowhere"
+    with_sinks = [((2,), 4, 2, 3, 5, 8, 6, None, "no mask"),
+                  ((2,), 8, 2, 4, 6, 16, 4, padding[:, None], "padding mask (b, 1, 1, n_k)"),
+                  ((2,), 6, 3, 5, 5, 8, 3, tril(5, 0), "causal mask (n, n)"),
+                  ((2,), 4, 1, 3, 5, 8, 5, empty_row, "one key/value head, a row with every key masked"),
+                  ((3, 2), 4, 2, 3, 4, 8, 2, tril(4, 0)[1:], "after 1 cached key, two leading dims"),
+                  ((2,), 2, 2, 4, 6, 8, 8, random_mask, "a mask per head (h, n_q, n_k)"),
+                  ((1,), 4, 4, 1, 1, 4, 4, None, "n = 1: the one key shares with the sink")]
     grouped = [((2,), 4, 2, 3, 5, 8, 6, None, "no mask"),
-               ((2,), 8, 2, 4, 6, 16, 4, padding[:, None], "padding mask (b, 1, 1, n_k)"),
-               ((2,), 6, 3, 5, 5, 8, 3, tril(5, 0), "causal mask (n, n)"),
-               ((2,), 4, 1, 4, 6, 8, 5, per_head, "one key/value head (multi-query), a mask per head"),
-               ((3, 2), 4, 2, 3, 4, 8, 2, tril(4, 0)[1:], "two leading dims, 3 queries after 1 cached key")]
-    cases = [Case(f"b={b}, n_q={n_q}, n_k={n_k}, d_h={d_h}, d_v={d_v}, {what}",
-                  (*qkv((), b, b, n_q, n_k, d_h, d_v), mask))  # (b, n, d_h): dim −3 is the batch
-             for b, n_q, n_k, d_h, d_v, mask, what in specs]
-    return cases + [
+               ((2,), 4, 1, 4, 6, 8, 5, per_head, "one key/value head (multi-query), a mask per head")]
+    specs = [(2, 4, 6, 16, 5, None, "no mask"), (2, 5, 5, 8, 3, tril(5, 0), "causal mask (n, n)"),
+             (3, 2, 3, 1, 2, None, "d_h = 1")]
+    return [
+        Case(f"q {(*lead, h, n_q, d_h)}, h_kv={h_kv}, n_k={n_k}, d_v={d_v}, sinks {h} logits, {what}",
+             (*qkv(lead, h, h_kv, n_q, n_k, d_h, d_v), mask), {"sinks": 2 * randn(g, h)}, note=sinks_note)
+        for lead, h, h_kv, n_q, n_k, d_h, d_v, mask, what in with_sinks] + [
         Case(f"q {(*lead, h, n_q, d_h)}, k and v with h_kv={h_kv} of h={h} heads, n_k={n_k}, d_v={d_v}, "
-             f"{what}",
+             f"no sinks, {what}",
              (*qkv(lead, h, h_kv, n_q, n_k, d_h, d_v), mask),
              note="k and v may have fewer heads than q (dim −3): each key/value head serves h/h_kv "
                   "consecutive query heads, query head g = 1..h reading key/value head ⌈g·h_kv/h⌉")
         for lead, h, h_kv, n_q, n_k, d_h, d_v, mask, what in grouped] + [
-        Case(f"q {(*lead, h, n_q, d_h)}, h_kv={h_kv}, n_k={n_k}, sinks {h} logits, {what}",
-             (*qkv(lead, h, h_kv, n_q, n_k, d_h, d_h), mask), {"sinks": 2 * randn(g, h)},
-             note="sinks=s must work too: one more logit s_g per query head g in each row's softmax, whose "
-                  "weight goes to no value")
-        for lead, h, h_kv, n_q, n_k, d_h, mask, what in [
-            ((2,), 4, 2, 3, 5, 8, None, "no mask"),
-            ((2,), 6, 3, 4, 4, 16, tril(4, 0), "causal mask (n, n)"),
-            ((2,), 4, 1, 3, 5, 8, empty_row, "a row with every key masked")]]
+        Case(f"b={b}, n_q={n_q}, n_k={n_k}, d_h={d_h}, d_v={d_v}, no sinks, {what}",
+             (*qkv((), b, b, n_q, n_k, d_h, d_v), mask))  # (b, n, d_h): dim −3 is the batch
+        for b, n_q, n_k, d_h, d_v, mask, what in specs]
 
 
 def _head_query_column(case, at):
@@ -288,6 +340,8 @@ EXERCISES = {
                 lambda s, v=None, causal=False: _masked(s, v, -math.inf, dim=-2, causal=causal),
             "the masked scores are set to 0, so masked keys still get weight; set them to −inf":
                 lambda s, v=None, causal=False: _masked(s, v, 0.0, causal=causal),
+            "a row of valid length 0 comes out NaN (the softmax of a row all −inf): it must be all zeros":
+                lambda s, v=None, causal=False: _masked(s, v, -math.inf, causal=causal, keep_nan=True),
             "this is the −1e6 fill: a row of valid length 0 comes out uniform instead of all zeros":
                 lambda s, v=None, causal=False: _masked(s, v, -1e6, causal=causal),
             "key j = valid length is kept too (j ≤ len); only keys j < len count":
@@ -309,9 +363,19 @@ EXERCISES = {
     "causal_mask": Exercise(
         _causal_cases, _causal_mask,
         "torch.nn.Transformer.generate_square_subsequent_mask(n) == 0, True on and below the diagonal, and "
-        "transformers' sliding_window_causal_mask_function (Mistral's window) and "
-        "chunked_causal_mask_function (Llama 4's chunks)",
-        "n 1..10, no window, windows 1..8 and chunks 1..8", {
+        "transformers' causal_mask_function and-ed with sliding_window_causal_mask_function (Mistral's "
+        "window), chunked_causal_mask_function (Llama 4's chunks) and packed_sequence_mask_function (the "
+        "documents found where the positions restart)",
+        "n 1..10, documents of 1..7 tokens alone and with windows, windows 1..8 and chunks 1..8", {
+            "documents is ignored: query i attends across documents, to the keys of the ones before its own; "
+            "it sees only the keys j ≤ i of its own document":
+                lambda n, window=None, chunk=None, documents=None: _causal_mask(n, window, chunk),
+            "no causality inside a document: query i sees its whole document, keys after it too; only its "
+            "own document's keys j ≤ i":
+                _packed(causal=False),
+            "each document starts one position late: the token at a boundary was counted in the document "
+            "before it (search the ends with right=True, or number the tokens by repeat_interleave)":
+                _packed(late=True),
             "this is j < i: query i may also attend to itself (j ≤ i)":
                 _mask_mistake(lambda n, w, c: _windowed(n, w, lambda i, j, w: (j < i) & (j >= i - w)) if w
                               else tril(n, -1)),
@@ -345,20 +409,24 @@ EXERCISES = {
             "the chunks start one position late (at c − 1, 2c − 1, …: (i + 1) // c): the first chunk is "
             "positions 0..c − 1":
                 _mask_mistake(lambda n, w, c: _windowed(n, w, chunk=c, chunked=lambda i, j, c:
-                                                        ((i + 1) // c == (j + 1) // c) & (j <= i)))}),
+                                                        ((i + 1) // c == (j + 1) // c) & (j <= i)))},
+        where=_query_key),
     "attention": Exercise(
         _attention_cases, _attention,
         "F.scaled_dot_product_attention with the boolean mask as attn_mask and enable_gqa=True (key/value "
         "head ⌈g·h_kv/h⌉ serving query head g = 1..h), output by output; with sinks, gpt-oss's softmax with "
         "one more logit per query head",
-        "(b, n, d_h) and grouped heads h_kv = 1..3 of h = 4..8, leading dims, n_q ≠ n_k, d_v ≠ d_h, no mask, "
-        "padding, causal, random and per-head masks, n = 1, d_h = 1, sinks with a fully masked row", {
+        "sinks with h_kv = 1..4 of h = 2..8 heads, leading dims, n_q ≠ n_k, d_v ≠ d_h, no mask, padding, "
+        "causal and per-head masks, a fully masked row, n = 1; grouped heads without sinks; (b, n, d_h)", {
             "the key/value heads were tiled (k.repeat), not repeated head by head: query head g reads the "
             "key/value head of its group, ⌈g·h_kv/h⌉": _attention_mistake(heads="tile"),
             "every query head read the first key/value head; query head g reads head ⌈g·h_kv/h⌉":
                 _attention_mistake(heads="first"),
             "the sink logit was divided by √d_h with the scores; it joins the scaled scores as it is":
                 _attention_mistake(sink="scaled"),
+            "a row with every key masked gives NaN (the keys' softmax taken first, then scaled by the sink's "
+            "share): the sink's logit joins the row before the softmax, so that row gives zeros":
+                _attention_mistake(sink="after"),
             "the sinks change nothing: ignored, added to every score (the softmax cannot see that) or their "
             "weight handed back to the keys; the sink keeps its share, the keys' weights sum to less than 1":
                 lambda q, k, v, mask=None, sinks=None: _attention_as(q, k, v, mask),
