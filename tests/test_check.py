@@ -838,8 +838,10 @@ def test_the_grid_reference_is_transformers_2d_table_interleaved(height, width, 
 
     table = build_2d_sinusoidal_position_embedding(height, width, d).reshape(height, width, d)
     quarter = torch.arange(d // 4)
-    order = torch.cat([torch.stack([half + quarter, half + d // 4 + quarter], -1).flatten() for half in (0, d // 2)])
-    torch.testing.assert_close(EXERCISES["sinusoidal_encoding"].reference((height, width), d), table[..., order])
+    order = torch.cat([torch.stack([half + quarter, half + d // 4 + quarter], -1).flatten()
+                       for half in (0, d // 2)])  # [sin_0, cos_0, sin_1, cos_1, ...] within each half
+    reference = EXERCISES["sinusoidal_encoding"].reference((height, width), d)
+    torch.testing.assert_close(reference, table[..., order])
 
 
 def test_the_flop_reference_counts_four_projections_and_two_matmuls():
