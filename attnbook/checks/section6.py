@@ -3,8 +3,8 @@
 * ntk_frequencies: its contract changed (issue 29). ntk_frequencies(d, base, scale) is what it was,
   NTK-aware scaling (base raised to base·scale^(d/(d − 2))); d = 2 must raise a ValueError whose message
   says d >= 4. New, and the core of most cases: factors=(short, long) with n_train and seq_len, LongRoPE's
-  per-pair rescale factors (Ding et al. 2024; transformers' `longrope` rope type, Phi-3): ω′_ℓ = ω_ℓ/λ_ℓ
-  with λ the short list for an input of at most n_train tokens (seq_len None counts as short) and the
+  per-pair rescale factors (Ding et al. 2024; transformers' `longrope` rope type, Phi-3): ω′_ℓ = ω_ℓ/κ_ℓ
+  with κ the short list for an input of at most n_train tokens (seq_len None counts as short) and the
   long list once it is longer; a list that does not hold d/2 factors must raise a ValueError that says
   d/2. (`pair=` and `wavelength=` are gone: one exponent changed from the chapter's NTK cell.) Mistakes:
   the long list at seq_len = n_train (≥ for >), the long or the short list whatever the length, the
@@ -21,7 +21,7 @@ from attnbook.checks.machinery import Case, Exercise
 def _ntk_frequencies(d, base, scale=None, factors=None, n_train=None, seq_len=None, dtype=torch.float64,
                      pair_exponent=2, switch=None, divide=True):
     # scale: transformers' dynamic NTK at factor 1 and seq_len = scale · max_positions, whose base is this
-    # one; factors: transformers' longrope (`_compute_longrope_parameters`), ω_ℓ / λ_ℓ, the long list λ only
+    # one; factors: transformers' longrope (`_compute_longrope_parameters`), ω_ℓ / κ_ℓ, the long list κ only
     # once seq_len > original_max_position_embeddings (tests/test_check.py checks both agree). transformers
     # computes in float32, the contract float64. `switch` and `divide`: the mistakes' other choices.
     exponents = pair_exponent * torch.arange(d // 2, dtype=torch.float64) / d
@@ -53,7 +53,7 @@ def _ntk_cases(g):
         cases += [Case(f"d={d}, base={base}, factors={name}, n_train={n_train}, seq_len={n}", (d, base),
                        {"factors": factors, "n_train": n_train, "seq_len": n},
                        note="factors=(short, long) must work too: LongRoPE divides ω_ℓ by the short "
-                            "list's λ_ℓ up to n_train tokens, by the long list's past it")
+                            "list's κ_ℓ up to n_train tokens, by the long list's past it")
                   for n in lengths]
     return cases + [
         Case("d=2, base=10000, scale=4 (one pair)", (2, 10000, 4), raises=ValueError,
@@ -75,7 +75,7 @@ def _ntk_form(wrong):
 
 
 def _base_scaled(d, base, factors=None, n_train=None, seq_len=None, **_):
-    """The factors put into the base, (base·λ_ℓ)^(−2ℓ/d)."""
+    """The factors put into the base, (base·κ_ℓ)^(−2ℓ/d)."""
     chosen = torch.tensor(factors[1] if _past(seq_len, n_train) else factors[0], dtype=torch.float64)
     return (base * chosen) ** (-2 * torch.arange(d // 2, dtype=torch.float64) / d)
 
@@ -100,9 +100,10 @@ EXERCISES = {
                 _mistake(switch=lambda n, n_train: True),
             "the short list was used for an input longer than n_train: the long list applies there":
                 _mistake(switch=lambda n, n_train: False),
-            "the factors multiply ω_ℓ; a factor λ_ℓ > 1 slows pair ℓ: ω′_ℓ = ω_ℓ / λ_ℓ":
+            "ω_ℓ was multiplied by the factors; LongRoPE divides, ω′_ℓ = ω_ℓ / κ_ℓ, "
+            "so a factor above 1 slows pair ℓ":
                 _mistake(divide=False),
-            "the factors scaled the base, (base·λ_ℓ)^(−2ℓ/d); they divide pair ℓ's frequency itself":
+            "the factors scaled the base, (base·κ_ℓ)^(−2ℓ/d); they divide pair ℓ's frequency itself":
                 _base_scaled,
             "this is base·scale: it slows the last pair by only scale^((d−2)/d); raise the base further":
                 _ntk_form(lambda d, base, scale: _ntk_frequencies(d, base * scale, 1)),
