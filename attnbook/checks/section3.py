@@ -137,8 +137,8 @@ EXERCISES = {
     "sinusoidal_encoding": Exercise(
         _sinusoidal_cases, _sinusoidal_encoding,
         "transformers' sinusoidal table (DistilBERT), entry by entry; for a tensor of positions the same "
-        "formula in float64, rounded once to float32; for a grid, two halves of that table at width d/2 (as "
-        "transformers' 2-D ViT-MAE table, sines and cosines interleaved)",
+        "formula in float64, rounded once to float32; for a grid, two halves of that table at width d/2, "
+        "row first, each interleaved (transformers' 2-D ViT-MAE table puts each half's sines first)",
         "n 1..50, d 1..32, odd d; positions (n,) and (b, n) up to 99,999; grids (n1, n2) up to 8, d/2 odd", {
             "these are sin and cos halves side by side; interleave them (sin at 2l, cos at 2l + 1)":
                 _sin_cos_halves,
