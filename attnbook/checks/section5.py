@@ -13,10 +13,12 @@
   positions cut to whole numbers.
   A fourth time (issue 29: the core is now what no cell of the chapter shows): rope(x, positions, grid=True)
   takes positions (..., n, 2), each patch's row μ and column ν, and turns pairs l < d_h/4 by μ and the
-  others by ν, each half a RoPE of width d_h/2 (axial 2-D RoPE, Heo et al. 2024, in the half-split layout
-  of transformers' Qwen2-VL vision tower, the reference); d_h not divisible by 4 must raise a ValueError.
+  others by ν, each half a RoPE of width d_h/2 (axial 2-D RoPE, as in RoPE-ViT, Heo et al. 2024, in the
+  half-split layout of transformers' Qwen2-VL vision tower, the reference); d_h not divisible by 4 must
+  raise a ValueError.
   Mistakes: both halves by μ, or both by ν; μ and ν swapped; the halves of the coordinates instead of the
-  halves of the pairs; the width-d_h frequencies kept. And for 1-D: cos and sin laid out by neighbours.
+  halves of the pairs; the width-d_h frequencies kept, or their first d_h/4 in each half. And for 1-D: cos
+  and sin laid out by neighbours. The ValueErrors must say why (even; divisible by 4), as the docstring asks.
 * position_ids: padding ignored (arange); starts at 1; counted from the right (the last token 0).
   The lines name the mistake, not the one-line answer.
 """
@@ -88,10 +90,13 @@ def _from_angles(x, positions, angles, neighbours=False):
 
 def _grid_wrong(x, positions, how):
     """The grid mistakes: the halves of the coordinates each a RoPE of width d_h/2, or the pairs turned by
-    their row or column at the width-d_h frequencies."""
+    their row or column at the width-d_h frequencies (all of them, or the first d_h/4 in each half)."""
     half, rows, cols = x.shape[-1] // 2, positions[..., 0], positions[..., 1]
     if how == "coordinates":
         return torch.cat([_rope(x[..., :half], rows), _rope(x[..., half:], cols)], -1)
+    if how == "first quarter":  # each half at the first d_h/4 of the width-d_h frequencies
+        omega = 10000.0 ** (-torch.arange(half // 2) / half)
+        return _from_angles(x, rows, torch.cat([rows[..., None] * omega, cols[..., None] * omega], -1))
     by_row = torch.arange(half) < half // 2
     angles = torch.where(by_row, rows[..., None], cols[..., None]) * 10000.0 ** (-torch.arange(half) / half)
     return _from_angles(x, rows, angles)
@@ -156,12 +161,14 @@ def _rope_cases(g):
                                "and column ν; pairs l < d_h/4 turn by μ, the others by ν, each half a RoPE "
                                "of width d_h/2"))
     cases.append(Case("x (4, 6), grid=True (d_h = 6)", (randn(g, 4, 6), torch.tensor(patches[:4])),
-                      {"grid": True}, raises=ValueError, note="d_h = 6 has 3 pairs, which a row half and a "
+                      {"grid": True}, raises=ValueError, says=r"by 4|of 4|[%/]\s*4",
+                      note="d_h = 6 has 3 pairs, which a row half and a "
                       "column half cannot share: on a grid, raise a ValueError that says d_h must be "
                       "divisible by 4"))
     for shape in [(2, 3, 5), (4, 1)]:
         cases.append(Case(f"x {shape} (odd d_h = {shape[-1]})", (randn(g, *shape), torch.arange(shape[-2])),
-                          raises=ValueError, note=f"d_h = {shape[-1]} is odd, so coordinate l has no partner "
+                          raises=ValueError, says=r"even|odd|by 2|of 2|%\s*2",
+                          note=f"d_h = {shape[-1]} is odd, so coordinate l has no partner "
                           "l + d_h/2: raise a ValueError that says d_h must be even"))
     return cases
 
@@ -229,7 +236,10 @@ EXERCISES = {
                 lambda x, p, grid: _grid_wrong(x, p, "coordinates"),
             "the pairs kept the width-d_h frequencies 10000^(−2l/d_h); each half is a RoPE of width d_h/2, "
             "so pair l and pair l + d_h/4 share one frequency":
-                lambda x, p, grid: _grid_wrong(x, p, "frequencies")}),
+                lambda x, p, grid: _grid_wrong(x, p, "frequencies"),
+            "the grid was built from full-width frequencies: each half took the first d_h/4 of "
+            "10000^(−2l/d_h); a RoPE of width d_h/2 has 10000^(−4l/d_h), every other one of them":
+                lambda x, p, grid: _grid_wrong(x, p, "first quarter")}),
     "position_ids": Exercise(
         _position_ids_cases, _position_ids,
         "transformers' generate() position ids on the real tokens",
