@@ -8,7 +8,7 @@
   was. Mistakes: softmax over the queries; masked scores set to 0; −1e6 fill (an empty row comes out
   uniform); key j = valid length kept (j ≤ len); masked keys zeroed after the softmax (not
   renormalised); valid_lens ignored; causal ignored; the causal diagonal top-left (query t at position
-  t; the line does not say where SDPA's is_causal puts it, the exercise's question); valid_lens (b, q)
+  t; the line does not say where SDPA's is_causal puts it, the exercise's question); valid_lens (b, n_q)
   not handled (the case's note); an empty row left NaN; valid_lens laid out as for (b, n_q, n_k), so the
   batch axis meets the heads axis (silent when b = h). Its gradients are checked too, once the weights
   agree: −inf added to the scores and the empty row's NaN replaced afterwards gives the right weights and
@@ -135,9 +135,9 @@ def _masked_softmax_cases(g):
         valid_lens = None if valid is None else torch.tensor(valid)
         per_query = valid_lens is not None and valid_lens.dim() == 2
         empty = " (a valid length 0)" if valid_lens is not None and (valid_lens == 0).any() else ""
-        cases.append(Case(f"scores {shape}, valid_lens {valid}{' (b, q)' if per_query else ''}{empty}",
+        cases.append(Case(f"scores {shape}, valid_lens {valid}{' (b, n_q)' if per_query else ''}{empty}",
                           (2 * randn(g, *shape), valid_lens),
-                          note="valid_lens (b, q) must work too: one length per query" * per_query))
+                          note="valid_lens (b, n_q) must work too: one length per query" * per_query))
     causal = [((1, 4, 4), None), ((2, 3, 5), [2, 4]), ((2, 2, 6), [[0, 6], [3, 4]]), ((1, 1, 3), [3]),
               ((2, 5, 5), [5, 3])]
     for shape, valid in causal:
@@ -333,8 +333,8 @@ EXERCISES = {
         "softmax over each row's valid keys (causal: the keys up to each query's position too), an empty "
         "row all zeros (softmax with the masked keys at −inf gives NaN there), and their gradients (finite, "
         "0 on an empty row)",
-        "valid_lens None, (b,) and (b, q), valid length 0, lengths beyond k, head axes, causal with n_q = n_k"
-        " and n_q < n_k",
+        "valid_lens None, (b,) and (b, n_q), valid length 0, lengths beyond n_k, head axes, causal with "
+        "n_q = n_k and n_q < n_k",
         {
             "the softmax runs over the queries (dim −2); it must run over the keys (dim −1)":
                 lambda s, v=None, causal=False: _masked(s, v, -math.inf, dim=-2, causal=causal),
