@@ -15,19 +15,21 @@
 * t5_bucket: its contract grew (issue 29): relative_position may be a pair (n_q, n_k), asking for the
   (n_q, n_k) buckets of n_q queries that are the last of n_k positions (a decoder step after a KV cache,
   what T5's compute_bias needs past_seen_tokens for), which the chapter never meets; offsets in are
-  what they were. Mistakes: the queries put at 0..n_q − 1; i − j (sign); bidirectional mixed up;
-  one-sided buckets from |δ| (a future key in a bucket of its own); no clamp at the last bucket; the log
-  part rounded to nearest (not down); one-sided a0 = B/4 (the bidirectional split's). Reported by
-  offset δ. An answer that calls transformers' _relative_position_bucket (T5's or a copy in another
-  model) is told so in one line.
+  what they were. The smallest settings with a0 = 1 are tried (a0 = 0 divides by zero in transformers
+  too, so the docstring asks for a0 ≥ 1). Mistakes: the queries put at 0..n_q − 1; i − j (sign);
+  bidirectional mixed up; one-sided buckets from |δ| (a future key in a bucket of its own); no clamp
+  at the last bucket; the log part rounded to nearest (not down); one-sided a0 = B/4 (the
+  bidirectional split's). Reported by offset δ. An answer that calls transformers'
+  _relative_position_bucket (T5's or a copy in another model) is told so in one line.
 * skew: its contract changed twice (issue 29): the queries are the *last* n_q of n_k positions, so the
   chapter's square causal skew (n_q = n_k) is one case of it; and with `n_k` given it is the two-way
   skew of such queries, (..., n_q, n_k + n_q − 1) → (..., n_q, n_k), every entry defined, offsets
   δ = −(n_k − 1)..n_q − 1, which the chapter does not show (it shows the causal skew only).
-  skew(rel_logits) is what it was. Mistakes: the queries put at 0..n_q − 1; pad on the wrong side
-  (shifted by one); the first n_q entries of the padded memory kept (off by one row); the padded memory
-  read from entry 1; offsets read in reverse (column −δ); the offset's sign flipped (i − j); the one-way
-  result where both ways are asked (the keys after the query wrong); not skewed at all.
+  skew(rel_logits) is what it was. Mistakes: the queries put at 0..n_q − 1; shifted by one (a pad on
+  the wrong side, or a row start one entry off: the message names the symptom, not one cause); the
+  last n_k columns kept (both ways); the first n_q entries of the padded memory kept (off by one row);
+  the padded memory read from entry 1; offsets read in reverse (column −δ); the offset's sign flipped
+  (i − j); the one-way result where both ways are asked (the keys after the query wrong); not skewed at all.
   Reported by query t and key j.
 """
 import math
@@ -156,7 +158,11 @@ def _t5_cases(g):
               "−200..200, 16 buckets, max_distance 64"),
              (torch.arange(-50, 51), {"bidirectional": False, "num_buckets": 8, "max_distance": 20},
               "−50..50, bidirectional=False, 8 buckets, max_distance 20"),
-             (torch.tensor([0]), {}, "[0]")]
+             (torch.tensor([0]), {}, "[0]"),
+             (torch.arange(-20, 21), {"num_buckets": 6, "max_distance": 8},
+              "−20..20, 6 buckets (a0 = 1), max_distance 8"),
+             (torch.arange(-20, 21), {"bidirectional": False, "num_buckets": 3, "max_distance": 8},
+              "−20..20, bidirectional=False, 3 buckets (a0 = 1), max_distance 8")]
     return [Case(f"relative_position {what}", (rel,), kwargs) for rel, kwargs, what in specs] + [
         Case(f"relative_position ({n_q}, {n_k}) (n_q, n_k){what}", ((n_q, n_k),), kwargs,
              note="relative_position may be a pair (n_q, n_k) too: the (n_q, n_k) buckets of n_q queries "
@@ -311,7 +317,8 @@ EXERCISES = {
             "the queries were put at positions 0..n_q − 1; they are the last n_q of the n_k positions "
             "(query t at n_k − n_q + t)":
                 _skew_at_start,
-            "the pad column went on the wrong side: this is shifted by one (offset δ + 1)":
+            "every entry is shifted by one: it holds offset δ + 1, not δ; check on which side the pad goes "
+            "and at which entry of the padded memory the first row starts":
                 lambda r, n_k=None: _pad_skew(r, n_k, pad=(0, 1)),
             "the first n_q numbers of the padded memory were kept; drop them (for n_q = n_k: drop the "
             "first row, not the last)":
@@ -320,6 +327,8 @@ EXERCISES = {
                 lambda r, n_k=None: _gathered(r, _columns(*r.shape[-2:], n_k, reverse=True)),
             "the padded memory was read from entry 1, not from where the first query's row begins":
                 lambda r, n_k=None: _pad_skew(r, n_k, drop=1),
+            "the last n_k columns were kept; after the skew, key j is column j: keep the first n_k":
+                lambda r, n_k=None: None if n_k is None else _pad_skew(r)[..., r.shape[-1] - n_k:],
             "the offset's sign is flipped (i − j, query minus key); the columns hold δ = j − i, key minus "
             "query":
                 lambda r, n_k=None: _gathered(r, _columns(*r.shape[-2:], n_k, sign=-1)),
