@@ -168,14 +168,14 @@ def per_column_frequency(n, d):
 
 def rope(x, positions, grid=False, interleaved=False, ignore_positions=False, direction=1, pair=2,
          odd_refused=True, head_axis=True, angles_in=None, float32_out=False, whole=False, neighbours=False,
-         grid_by=(0, 1), grid_split="pairs", grid_width=2, quarter_refused=True):
+         grid_by=(0, 1), grid_split="pairs", grid_width=2, quarter_refused=True, refusal=None):
     d = x.shape[-1]
     if whole:  # positions cut to whole numbers, as a cos/sin table read at each position would need
         positions = positions.long()
     if d % 2 and odd_refused:
-        raise ValueError(f"RoPE rotates pairs: d_h = {d} must be even")
+        raise ValueError(refusal or f"RoPE rotates pairs: d_h = {d} must be even")
     if grid and d % 4 and quarter_refused:
-        raise ValueError(f"a grid gives half the pairs to rows, half to columns: d_h = {d} must divide by 4")
+        raise ValueError(refusal or f"half the pairs to rows, half to columns: d_h = {d} must divide by 4")
     if grid and grid_split == "coordinates":  # the mistake: each half of the coordinates its own RoPE
         halves = (rope(x[..., :d // 2], positions[..., 0]), rope(x[..., d // 2:], positions[..., 1]))
         return torch.cat(halves, -1)
@@ -186,7 +186,7 @@ def rope(x, positions, grid=False, interleaved=False, ignore_positions=False, di
     angle_dtype = angles_in or torch.float32
     if grid:  # pairs l < d/4 by the row, the others by the column, each half at the width-d/2 frequencies
         half = 10000 ** (-4 * torch.arange(d // 4, device=x.device) / d)  # a width-d/2 RoPE's frequencies
-        upper = half if grid_width == 2 else omega[d // 4:]  # the width-d frequencies kept: the mistake
+        upper = {2: half, 1: omega[d // 4:], "quarter": omega[:d // 4]}[grid_width]  # 1, quarter: mistakes
         rows, cols = (positions[..., i, None].to(angle_dtype) for i in grid_by)
         theta = torch.cat([rows * (half if grid_width == 2 else omega[:d // 4]), cols * upper], -1)
         positions = positions[..., 0]
@@ -282,12 +282,13 @@ def t5_bucket(relative_position, bidirectional=True, num_buckets=32, max_distanc
     return buckets + torch.where(distance < exact, distance, large)
 
 
-def skew(rel_logits, n_k=None, pad=(1, 0), keep_first=False, start=None):
+def skew(rel_logits, n_k=None, pad=(1, 0), keep_first=False, start=None, keep_last=False):
     n_q, width = rel_logits.shape[-2:]  # width: n_k, or n_k + n_q - 1 offsets with n_k given (both ways)
     flat = F.pad(rel_logits, pad).flatten(-2)  # n_q rows of width + 1, one after another
     start = 0 if keep_first else n_q if start is None else start  # start=1: read from entry 1
     flat = flat[..., start:start + n_q * width]
-    return flat.reshape(rel_logits.shape)[..., :width if n_k is None else n_k]
+    rows = flat.reshape(rel_logits.shape)
+    return rows[..., width - n_k:] if keep_last and n_k else rows[..., :width if n_k is None else n_k]
 
 
 def skew_square_only(rel_logits):  # the chapter's skew_by_pad: right for n_q = n_k, a shape error otherwise
@@ -380,7 +381,7 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
     ("masked_softmax", P(masked_softmax, keep_nan=True), "a row of valid length 0 comes out NaN"),
     ("masked_softmax", P(masked_softmax, fill=0.0), "set to 0"),
     ("masked_softmax", P(masked_softmax, inclusive=True), "j ≤ len"),
-    ("masked_softmax", P(masked_softmax, per_query=False), "valid_lens (b, q) must work too"),
+    ("masked_softmax", P(masked_softmax, per_query=False), "valid_lens (b, n_q) must work too"),
     ("masked_softmax", lambda scores, valid_lens: masked_softmax(scores), "valid_lens is ignored"),
     ("masked_softmax", P(masked_softmax, additive=True),
      "−inf added to the scores with the empty row's NaN replaced afterwards: right weights, NaN gradients "
@@ -536,6 +537,8 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
     ("rope", P(rope, grid_split="coordinates"), "each half of the coordinates (x[..., :d_h/2], "
      "x[..., d_h/2:]) got its own RoPE; the exercise splits the pairs"),
     ("rope", P(rope, grid_width=1), "the pairs kept the width-d_h frequencies"),
+    ("rope", P(rope, grid_width="quarter"), "the grid was built from full-width frequencies"),
+    ("rope", P(rope, refusal="nope"), "your ValueError says 'nope', which does not say what the contract"),
     ("rope", lambda x, positions: rope(x, positions), "grid=True must work too: positions (..., n, 2)"),
     ("rope", P(rope, quarter_refused=False), "d_h = 6 has 3 pairs, which a row half and a column half cannot "
      "share: on a grid, raise a ValueError"),
@@ -572,7 +575,8 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
     ("t5_bucket", P(t5_bucket, a0_quarter=True), "one-sided, a0 was taken as in the bidirectional split"),
     ("t5_bucket", P(t5_bucket, one_sided_abs=True), "case relative_position −300..300, bidirectional=False: "
      "at δ = +1: expected 0, got 1 — one-sided buckets were taken from |δ|"),
-    ("skew", P(skew, pad=(0, 1)), "shifted by one"),
+    ("skew", P(skew, pad=(0, 1)), "every entry is shifted by one: it holds offset δ + 1"),  # start 1 late
+    ("skew", P(skew, keep_last=True), "the last n_k columns were kept"),
     ("skew", P(skew, start=1), "the padded memory was read from entry 1"),
     ("skew", P(skew_by_gather, sign=-1), "the offset's sign is flipped (i − j, query minus key)"),
     ("skew", P(skew, keep_first=True), "the first n_q numbers of the padded memory were kept"),
@@ -601,7 +605,7 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
      "0.05 — the long list was used for an input of at most n_train tokens"),
     ("ntk_frequencies", P(ntk_frequencies, always="short"), "seq_len=17: at pair ℓ = 1: expected 0.05, got "
      "0.1 — the short list was used for an input longer than n_train"),
-    ("ntk_frequencies", P(ntk_frequencies, multiply=True), "the factors multiply ω_ℓ"),
+    ("ntk_frequencies", P(ntk_frequencies, multiply=True), "ω_ℓ was multiplied by the factors"),
     ("ntk_frequencies", P(ntk_frequencies, into_base=True), "the factors scaled the base"),
     ("ntk_frequencies", lambda d, base, scale: ntk_frequencies(d, base, scale),
      "factors=(short, long) must work too"),
