@@ -197,20 +197,12 @@ def _same_document(n, documents, late=False):
     return document[:, None] == document
 
 
-def _mask_mistake(fn):
-    """fn(n, window, chunk) as an answer to causal_mask, kept within the documents (for mistakes)."""
+def _mask_mistake(fn, late=False):
+    """fn(n, window, chunk) as an answer to causal_mask, kept within the documents (for mistakes; late:
+    each document starting one position late)."""
     def mask(n, window=None, chunk=None, documents=None):
-        made, same = fn(n, window, chunk), _same_document(n, documents)
+        made, same = fn(n, window, chunk), _same_document(n, documents, late)
         return made if same is None else made & same
-    return mask
-
-
-def _packed(late=False, causal=True):
-    """causal_mask with documents written out (for mistakes): each document starting one position late, or
-    without causality inside a document."""
-    def mask(n, window=None, chunk=None, documents=None):
-        allowed = _causal_mask(n, window, chunk) if causal else torch.ones(n, n, dtype=torch.bool)
-        return allowed if documents is None else allowed & _same_document(n, documents, late)
     return mask
 
 
@@ -372,10 +364,10 @@ EXERCISES = {
                 lambda n, window=None, chunk=None, documents=None: _causal_mask(n, window, chunk),
             "no causality inside a document: query i sees its whole document, keys after it too; only its "
             "own document's keys j ≤ i":
-                _packed(causal=False),
+                _mask_mistake(lambda n, w, c: torch.ones(n, n, dtype=torch.bool)),
             "each document starts one position late: the token at a boundary was counted in the document "
             "before it (search the ends with right=True, or number the tokens by repeat_interleave)":
-                _packed(late=True),
+                _mask_mistake(_causal_mask, late=True),
             "this is j < i: query i may also attend to itself (j ≤ i)":
                 _mask_mistake(lambda n, w, c: _windowed(n, w, lambda i, j, w: (j < i) & (j >= i - w)) if w
                               else tril(n, -1)),

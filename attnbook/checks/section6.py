@@ -19,17 +19,20 @@ from attnbook.checks.machinery import Case, Exercise
 
 # ----------------------------------------------------------------------------------- ntk_frequencies
 def _ntk_frequencies(d, base, scale=None, factors=None, n_train=None, seq_len=None, dtype=torch.float64,
-                     pair_exponent=2, switch=None, divide=True):
+                     pair_exponent=2, switch=None, apply="divide"):
     # scale: transformers' dynamic NTK at factor 1 and seq_len = scale · max_positions, whose base is this
     # one; factors: transformers' longrope (`_compute_longrope_parameters`), ω_ℓ / κ_ℓ, the long list κ only
     # once seq_len > original_max_position_embeddings (tests/test_check.py checks both agree). transformers
-    # computes in float32, the contract float64. `switch` and `divide`: the mistakes' other choices.
+    # computes in float32, the contract float64. `switch` and `apply` ("multiply", or "base": put into
+    # the base): the mistakes' other choices.
     exponents = pair_exponent * torch.arange(d // 2, dtype=torch.float64) / d
     if factors is None:
         return ((base * scale ** (d / (d - 2))) ** -exponents).to(dtype)
     longer = (switch or _past)(seq_len, n_train)
     chosen = torch.tensor(factors[1] if longer else factors[0], dtype=torch.float64)
-    return (base ** -exponents / chosen if divide else base ** -exponents * chosen).to(dtype)
+    if apply == "base":
+        return ((base * chosen) ** -exponents).to(dtype)
+    return (base ** -exponents / chosen if apply == "divide" else base ** -exponents * chosen).to(dtype)
 
 
 def _factors(g, d, s):
@@ -74,12 +77,6 @@ def _ntk_form(wrong):
     return lambda d, base, scale=None, **_: wrong(d, base, scale)
 
 
-def _base_scaled(d, base, factors=None, n_train=None, seq_len=None, **_):
-    """The factors put into the base, (base·κ_ℓ)^(−2ℓ/d)."""
-    chosen = torch.tensor(factors[1] if _past(seq_len, n_train) else factors[0], dtype=torch.float64)
-    return (base * chosen) ** (-2 * torch.arange(d // 2, dtype=torch.float64) / d)
-
-
 def _past(n, n_train):
     """LongRoPE's switch: the long list once the input is longer than n_train (None: a short input)."""
     return n is not None and n > n_train
@@ -102,9 +99,9 @@ EXERCISES = {
                 _mistake(switch=lambda n, n_train: False),
             "ω_ℓ was multiplied by the factors; LongRoPE divides, ω′_ℓ = ω_ℓ / κ_ℓ, "
             "so a factor above 1 slows pair ℓ":
-                _mistake(divide=False),
+                _mistake(apply="multiply"),
             "the factors scaled the base, (base·κ_ℓ)^(−2ℓ/d); they divide pair ℓ's frequency itself":
-                _base_scaled,
+                _mistake(apply="base"),
             "this is base·scale: it slows the last pair by only scale^((d−2)/d); raise the base further":
                 _ntk_form(lambda d, base, scale: _ntk_frequencies(d, base * scale, 1)),
             "the exponent is ℓ/d; it is 2ℓ/d (ω_ℓ = base^(−2ℓ/d), ℓ = 0..d/2 − 1)": _mistake(pair_exponent=1),
