@@ -905,7 +905,8 @@ def chapter_rope(x, positions):
 
 
 def chapter_attend(Q, K, V, mask=None):
-    """Section 1's MaskedSelfAttentionHead.attend (which MultiHeadSelfAttention calls), without the weights: every head its own keys and values."""
+    """Section 1's MaskedSelfAttentionHead.attend (MultiHeadSelfAttention calls it), without the weights:
+    every head its own keys and values."""
     scores = Q @ K.transpose(-1, -2) / math.sqrt(K.shape[-1])
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
