@@ -836,8 +836,9 @@ def test_the_sinusoidal_reference_for_positions_is_transformers_table():
 
 @pytest.mark.parametrize("height, width, d", [(3, 4, 8), (14, 14, 64), (1, 5, 16)])
 def test_the_grid_reference_is_transformers_2d_table_interleaved(height, width, d):
-    """transformers' ViT-MAE 2-D table lays each patch out as [sin_row | cos_row | sin_col | cos_col]; the
-    check's grid interleaves each half (sin at 2l, cos at 2l + 1), as its 1-D encoding does."""
+    """transformers' build_2d_sinusoidal_position_embedding lays each patch out as [sin_row | cos_row |
+    sin_col | cos_col] (ViT-MAE then swaps the halves, column first); the check's grid interleaves each
+    half (sin at 2l, cos at 2l + 1), as its 1-D encoding does."""
     from transformers.models.vit_mae.modeling_vit_mae import build_2d_sinusoidal_position_embedding
 
     table = build_2d_sinusoidal_position_embedding(height, width, d).reshape(height, width, d)

@@ -12,11 +12,11 @@
   an image's grid of patches, giving (n1, n2, d), d even (odd d: a ValueError): the first d/2 entries
   encode the patch's row i1, the last d/2 its column i2, each half a complete encoding of width d/2
   (ω_ℓ = 10000^(−2ℓ/(d/2))), interleaved as in 1-D. transformers' build_2d_sinusoidal_position_embedding
-  (ViT-MAE, AIMv2) is the same table with the sines before the cosines inside each half
-  (tests/test_check.py checks the reference against it). Mistakes: each half cut from the width-d
-  encoding; the halves swapped; the row's and the column's entries interleaved; transformers' layout
-  (sines first inside each half); the 1-D encoding of the flattened index i1·n2 + i2. Reported by patch
-  (i1, i2) and entry.
+  is the same table with the sines before the cosines inside each half (tests/test_check.py checks the
+  reference against it); ViT-MAE and AIMv2 then swap its halves, column first, as MAE's code does.
+  Mistakes: each half cut from the width-d encoding; the halves swapped; the row's and the column's
+  entries interleaved; transformers' layout (sines first inside each half); the 1-D encoding of the
+  flattened index i1·n2 + i2. Reported by patch (i1, i2) and entry.
 """
 import torch
 
@@ -138,7 +138,8 @@ EXERCISES = {
         _sinusoidal_cases, _sinusoidal_encoding,
         "transformers' sinusoidal table (DistilBERT), entry by entry; for a tensor of positions the same "
         "formula in float64, rounded once to float32; for a grid, two halves of that table at width d/2, "
-        "row first, each interleaved (transformers' 2-D ViT-MAE table puts each half's sines first)",
+        "row first, each interleaved (transformers' build_2d_sinusoidal_position_embedding puts each half's "
+        "sines first; ViT-MAE then swaps the halves, column first)",
         "n 1..50, d 1..32, odd d; positions (n,) and (b, n) up to 99,999; grids (n1, n2) up to 8, d/2 odd", {
             "these are sin and cos halves side by side; interleave them (sin at 2l, cos at 2l + 1)":
                 _sin_cos_halves,
