@@ -2,15 +2,15 @@
 
     taskset -c 0 .venv/bin/python bench/cell_times.py notebooks/4-relative-positional-encoding.ipynb
 
-Runs a copy in the python3 kernel (nbclient, record_timing) from notebooks/, writes nothing back, and prints
-the total of the cells' own times and the 12 slowest cells (seconds, index, tags, first line).
+Runs a copy in the python3 kernel with `make bench`'s runner (run.execute, from notebooks/; nbclient records
+each cell's times), writes nothing back, and prints the total of the cells' own times and the 12 slowest
+cells (seconds, index, tags, first line).
 """
 import datetime
-import pathlib
 import sys
 
 import nbformat
-from nbclient import NotebookClient
+from run import execute
 
 
 def seconds(cell):
@@ -21,9 +21,7 @@ def seconds(cell):
 
 
 def main(path):
-    notebook = nbformat.read(path, as_version=4)
-    NotebookClient(notebook, kernel_name="python3", record_timing=True, timeout=900,
-                   resources={"metadata": {"path": str(pathlib.Path(path).parent)}}).execute()
+    _, notebook = execute(nbformat.read(path, as_version=4), "python3")
     timed = [(index, cell) for index, cell in enumerate(notebook.cells) if "execution" in cell.metadata]
     rows = sorted(((seconds(cell), index, cell.metadata.get("tags", []), cell.source.split("\n", 1)[0][:70])
                    for index, cell in timed), reverse=True)
