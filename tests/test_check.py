@@ -259,7 +259,7 @@ def alibi_bias(n, h, heads=None, sign=-1, naive=False, reverse=False, other_half
 
 
 def t5_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128, flip_sign=False,
-              one_sided_abs=False, rounded=False, a0_quarter=False, queries_first=False):
+              one_sided_abs=False, rounded=False, a0_quarter=False, queries_first=False, logs_apart=False):
     if isinstance(relative_position, tuple):  # the last n_q of n_k positions (queries_first: at 0..n_q − 1)
         n_q, n_k = relative_position
         relative_position = torch.arange(n_k)[None] - (torch.arange(n_q)[:, None] + (0 if queries_first else
@@ -277,6 +277,8 @@ def t5_bucket(relative_position, bidirectional=True, num_buckets=32, max_distanc
         distance = (-relative_position).clamp(min=0)
     exact = num_buckets // 4 if a0_quarter and not bidirectional else num_buckets // 2
     log_ratio = torch.log(distance.float().clamp(min=1) / exact) / math.log(max_distance / exact)
+    if logs_apart:  # right on paper: ln a − ln a0 in float64 lands just below a whole number
+        log_ratio = (distance.double().clamp(min=1).log() - math.log(exact)) / math.log(max_distance / exact)
     log_part = log_ratio * (num_buckets - exact)
     large = (exact + (log_part.round() if rounded else log_part).long()).clamp(max=num_buckets - 1)
     return buckets + torch.where(distance < exact, distance, large)
@@ -572,6 +574,8 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
     ("t5_bucket", mt5_reference, "calls transformers' _relative_position_bucket"),
     ("alibi_bias", bloom_slopes_alibi, "case n=5, h=4: your function calls transformers' build_alibi_tensor"),
     ("t5_bucket", P(t5_bucket, rounded=True), "the log part was rounded to the nearest bucket"),
+    ("t5_bucket", P(t5_bucket, logs_apart=True), "case relative_position −200..200, 16 buckets, max_distance "
+     "64: at δ = -8: expected 5, got 4 — one bucket low only where the log part is exactly a whole number"),
     ("t5_bucket", P(t5_bucket, a0_quarter=True), "one-sided, a0 was taken as in the bidirectional split"),
     ("t5_bucket", P(t5_bucket, one_sided_abs=True), "case relative_position −300..300, bidirectional=False: "
      "at δ = +1: expected 0, got 1 — one-sided buckets were taken from |δ|"),

@@ -409,7 +409,8 @@ EXERCISES = {
         "head ⌈g·h_kv/h⌉ serving query head g = 1..h), output by output; with sinks, gpt-oss's softmax with "
         "one more logit per query head",
         "sinks with h_kv = 1..4 of h = 2..8 heads, leading dims, n_q ≠ n_k, d_v ≠ d_h, no mask, padding, "
-        "causal and per-head masks, a fully masked row, n = 1; grouped heads without sinks; (b, n, d_h)", {
+        "causal and per-head masks, a fully masked row, n = 1; grouped heads without sinks; (b, n, d_h), "
+        "its b read as heads", {
             "the key/value heads were tiled (k.repeat), not repeated head by head: query head g reads the "
             "key/value head of its group, ⌈g·h_kv/h⌉": _attention_mistake(heads="tile"),
             "every query head read the first key/value head; query head g reads head ⌈g·h_kv/h⌉":

@@ -148,6 +148,34 @@ def _pair(relative_position):
     return _last_queries(*relative_position) if isinstance(relative_position, tuple) else relative_position
 
 
+def _on_a_bucket_edge(relative_position, kwargs, otherwise=""):
+    """The note of a case: where an answer is one bucket low only where the far formula's log part is a
+    whole number (a bucket's first distance, e.g. 8 of 16 buckets up to 64: exactly 1), rounding error in
+    another honest order of the arithmetic put it just below, and rounding down took the bucket before."""
+    def note(got):
+        try:
+            expected = _t5_bucket(relative_position, **kwargs)
+            bidirectional = kwargs.get("bidirectional", True)
+            buckets, max_distance = kwargs.get("num_buckets", 32), kwargs.get("max_distance", 128)
+            half = buckets // 2 if bidirectional else buckets
+            exact = half // 2
+            offsets = _pair(relative_position)
+            distance = offsets.abs() if bidirectional else (-offsets).clamp(min=0)
+            log_part = (distance.double().clamp(min=1) / exact).log() / math.log(max_distance / exact) * (
+                half - exact)
+            edge = (distance >= exact) & ((log_part - log_part.round()).abs() < 1e-9)
+            wrong = got.cpu() != expected
+            if wrong.any() and edge[wrong].all() and (got.cpu()[wrong] == expected[wrong] - 1).all():
+                return ("one bucket low only where the log part is exactly a whole number (a bucket's first "
+                        "distance): your arithmetic's rounding error left it just below, and rounding down "
+                        "took the bucket before; compute it as log(a / a0) / log(D / a0) · (B − a0), in the "
+                        "order T5 does")
+        except Exception:  # got is not a tensor of the right shape: the line has already said so
+            pass
+        return otherwise
+    return note
+
+
 def _t5_cases(g):
     n = 12
     offsets = torch.arange(n)[None, :] - torch.arange(n)[:, None]
@@ -163,10 +191,12 @@ def _t5_cases(g):
               "−20..20, 6 buckets (a0 = 1), max_distance 8"),
              (torch.arange(-20, 21), {"bidirectional": False, "num_buckets": 3, "max_distance": 8},
               "−20..20, bidirectional=False, 3 buckets (a0 = 1), max_distance 8")]
-    return [Case(f"relative_position {what}", (rel,), kwargs) for rel, kwargs, what in specs] + [
+    return [Case(f"relative_position {what}", (rel,), kwargs, note=_on_a_bucket_edge(rel, kwargs))
+            for rel, kwargs, what in specs] + [
         Case(f"relative_position ({n_q}, {n_k}) (n_q, n_k){what}", ((n_q, n_k),), kwargs,
-             note="relative_position may be a pair (n_q, n_k) too: the (n_q, n_k) buckets of n_q queries "
-                  "that are the last of n_k positions (query t at n_k − n_q + t)")
+             note=_on_a_bucket_edge((n_q, n_k), kwargs, otherwise=(
+                 "relative_position may be a pair (n_q, n_k) too: the (n_q, n_k) buckets of n_q queries "
+                 "that are the last of n_k positions (query t at n_k − n_q + t)")))
         for n_q, n_k, kwargs, what in [(3, 200, {"bidirectional": False}, ", bidirectional=False"),
                                        (2, 150, {}, ""), (5, 5, {}, " (n_q = n_k)")]]
 
