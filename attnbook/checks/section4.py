@@ -131,16 +131,26 @@ def _t5_written_out(relative_position, bidirectional=True, num_buckets=32, max_d
     """T5's bucketing written out (for mistakes): without the clamp at the last bucket, with the
     one-sided distance computed another way, the log part rounded another way, or another number of
     exact buckets on the one-sided side."""
+    half, exact, distance, log_part = _t5_geometry(
+        relative_position, bidirectional, num_buckets, max_distance,
+        one_sided_distance=one_sided_distance, one_sided_exact=one_sided_exact)
+    side = (relative_position > 0).long() * half if bidirectional else 0
+    far = exact + (rounding or torch.floor)(log_part).long()
+    return side + torch.where(distance < exact, distance, far.clamp(max=half - 1) if clamp else far)
+
+
+def _t5_geometry(offsets, bidirectional, num_buckets, max_distance, dtype=torch.float32,
+                 one_sided_distance=None, one_sided_exact=None):
+    """T5's bucketing taken apart: a side's buckets, the exact ones among them, each offset's distance, and
+    the far formula's log part log(a / a0) / log(D / a0) · (B − a0), in T5's order, in `dtype`."""
     half = num_buckets // 2 if bidirectional else num_buckets
     exact = half // 2 if bidirectional or one_sided_exact is None else one_sided_exact(num_buckets)
-    side = (relative_position > 0).long() * half if bidirectional else 0
     if bidirectional:
-        distance = relative_position.abs()
+        distance = offsets.abs()
     else:
-        distance = (one_sided_distance or (lambda r: (-r).clamp(min=0)))(relative_position)
-    log_ratio = torch.log(distance.float().clamp(min=1) / exact) / math.log(max_distance / exact)
-    far = exact + (rounding or torch.floor)(log_ratio * (half - exact)).long()
-    return side + torch.where(distance < exact, distance, far.clamp(max=half - 1) if clamp else far)
+        distance = (one_sided_distance or (lambda r: (-r).clamp(min=0)))(offsets)
+    log_ratio = torch.log(distance.to(dtype).clamp(min=1) / exact) / math.log(max_distance / exact)
+    return half, exact, distance, log_ratio * (half - exact)
 
 
 def _pair(relative_position):
@@ -154,18 +164,13 @@ def _on_a_bucket_edge(relative_position, kwargs, otherwise=""):
     another honest order of the arithmetic put it just below, and rounding down took the bucket before."""
     def note(got):
         try:
-            expected = _t5_bucket(relative_position, **kwargs)
-            bidirectional = kwargs.get("bidirectional", True)
-            buckets, max_distance = kwargs.get("num_buckets", 32), kwargs.get("max_distance", 128)
-            half = buckets // 2 if bidirectional else buckets
-            exact = half // 2
-            offsets = _pair(relative_position)
-            distance = offsets.abs() if bidirectional else (-offsets).clamp(min=0)
-            log_part = (distance.double().clamp(min=1) / exact).log() / math.log(max_distance / exact) * (
-                half - exact)
+            expected, got = _t5_bucket(relative_position, **kwargs), got.cpu()
+            _, exact, distance, log_part = _t5_geometry(
+                _pair(relative_position), kwargs.get("bidirectional", True), kwargs.get("num_buckets", 32),
+                kwargs.get("max_distance", 128), dtype=torch.float64)
             edge = (distance >= exact) & ((log_part - log_part.round()).abs() < 1e-9)
-            wrong = got.cpu() != expected
-            if wrong.any() and edge[wrong].all() and (got.cpu()[wrong] == expected[wrong] - 1).all():
+            wrong = got != expected
+            if wrong.any() and edge[wrong].all() and (got[wrong] == expected[wrong] - 1).all():
                 return ("one bucket low only where the log part is exactly a whole number (a bucket's first "
                         "distance): your arithmetic's rounding error left it just below, and rounding down "
                         "took the bucket before; compute it as log(a / a0) / log(D / a0) · (B − a0), in the "
