@@ -206,13 +206,14 @@ def cnn_rnn_self_attention():
 
     Hidden values are z_i (convolution) and s_i (RNN state): h is the number of heads in this book."""
     n, xs = 5, range(5)
-    fig = Figure(figsize=(8, 2.5))
+    fig = Figure(figsize=(8, 2.8))
     axes = fig.subplots(1, 3)
-    fig.subplots_adjust(left=0.01, right=0.99, top=0.71, bottom=0.0, wspace=0.06)
+    fig.subplots_adjust(left=0.01, right=0.99, top=0.66, bottom=0.0, wspace=0.06)
     titles = ["convolution, κ = 3, two layers", "RNN", "self-attention"]
-    notes = ["O(κnd²) FLOPs\nO(1) sequential · path O(n/κ)",
-             "O(nd²) FLOPs\nO(n) sequential · path O(n)",
-             "O(n²d + nd²) FLOPs\nO(1) sequential · path O(1)"]
+    # sequential operations per layer (a convolution stack reaching all n runs O(n/κ) layers in turn)
+    notes = ["O(κnd²) FLOPs\nO(1) sequential per layer\npath O(n/κ)",
+             "O(nd²) FLOPs\nO(n) sequential\npath O(n)",
+             "O(n²d + nd²) FLOPs\nO(1) sequential per layer\npath O(1)"]
     for ax, title, note in zip(axes, titles, notes, strict=True):
         ax.set_title(f"{title}\n{note}", fontsize=10.5)
         ax.set_xlim(-0.6, n - 0.4)
