@@ -100,7 +100,7 @@ def in_words(fig):
         for name, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
             label = _text(axis.get_label_text())
             names = _names(axis)
-            scale = " (log scale)" if axis.get_scale() == "log" else ""
+            scale = " (log scale)" if axis.get_scale() == "log" and "log" not in label else ""
             if label or names:
                 said_axis = f"{label} ({names})" if label and names else label or names
                 parts.append(f"{name} axis{scale}: {said_axis}")
@@ -111,11 +111,17 @@ def in_words(fig):
             parts.append("colour bar" + (f": {label}" if label else ""))
         legend = ax.get_legend()
         if legend is not None:
-            parts.append("legend: " + ", ".join(_text(t.get_text()) for t in legend.get_texts()))
+            parts.append("legend: " + _legend(legend))
         said.append(f"{number}. " + "; ".join(parts))
     for legend in [*fig.legends, *(lg for f in _subfigures(fig) for lg in f.legends)]:
-        said.append("legend: " + ", ".join(_text(t.get_text()) for t in legend.get_texts()))
+        said.append("legend: " + _legend(legend))
     return ". ".join(said) + "."
+
+
+def _legend(legend):
+    """A legend's entries, each quoted when one holds a comma (so that "convolution, κ = 3" stays one)."""
+    entries = [_text(t.get_text()) for t in legend.get_texts()]
+    return ", ".join(f"“{e}”" for e in entries) if any("," in e for e in entries) else ", ".join(entries)
 
 
 def _subfigures(fig):
@@ -163,18 +169,27 @@ def _names(axis, most=12):
 
 
 def _text(text):
-    """A label as a screen reader should say it: TeX's $ and \\mathbf dropped, lines joined."""
+    """A label as a screen reader should say it: TeX's $, fonts and braces dropped, Greek letters and
+    symbols as characters, lines joined ($n_{\\rm train}$ -> n_train, $\\omega^\\prime_\\ell$ -> ω′_ℓ)."""
     text = text.replace("$", "")
-    for tex, said in TEX_WORDS.items():
-        text = text.replace(tex, said)
-    text = re.sub(r"\\math[a-z]*\{([^{}]*)\}", r"\1", text)  # \mathbf{p} -> p
+    for tex, said in TEX_WORDS.items():  # a whole command only: \le is not the start of \left
+        text = re.sub(re.escape(tex) + r"(?![A-Za-z])", said, text)
+    text = re.sub(r"\\(?:math[a-z]*|text[a-z]*|operatorname)\{([^{}]*)\}", r"\1", text)  # \mathbf{p} -> p
+    text = re.sub(r"\\(?:rm|it|bf|sf|tt|displaystyle)(?![A-Za-z])\s*", "", text)  # {\rm train} -> {train}
+    text = re.sub(r"\\(?:left|right|[bB]igg?)(?![A-Za-z])", "", text)  # sizes of brackets
+    text = re.sub(r"\^\s*\{?([′ᵀ])\}?", r"\1", text)  # ω^′ -> ω′, q^ᵀ -> qᵀ
     text = re.sub(r"\\([A-Za-z]+)\s?", r"\1 ", text)  # \sin x -> sin x
-    text = re.sub(r"\\.|[{}]", "", text)  # spacing (\,) and braces
+    text = re.sub(r"\\[,;: !]", " ", text)  # TeX's spaces
+    text = re.sub(r"\\.|[{}]", "", text)  # other escapes and braces
     return " ".join(text.split())
 
 
-TEX_WORDS = {"\\cdot": "·", "\\ell": "ℓ", "\\omega": "ω", "\\alpha": "α", "\\delta": "δ",
-             "\\lambda": "λ", "\\theta": "θ", "\\top": "ᵀ", "\\times": "×"}
+TEX_WORDS = {"\\cdot": "·", "\\ell": "ℓ", "\\omega": "ω", "\\alpha": "α", "\\beta": "β", "\\gamma": "γ",
+             "\\delta": "δ", "\\Delta": "Δ", "\\epsilon": "ε", "\\kappa": "κ", "\\lambda": "λ", "\\mu": "μ",
+             "\\pi": "π", "\\rho": "ρ", "\\sigma": "σ", "\\tau": "τ", "\\theta": "θ", "\\phi": "φ",
+             "\\prime": "′", "\\top": "ᵀ", "\\times": "×", "\\leq": "≤", "\\le": "≤", "\\geq": "≥",
+             "\\ge": "≥", "\\approx": "≈", "\\propto": "∝", "\\infty": "∞", "\\to": "→", "\\sqrt": "√",
+             "\\ldots": "…", "\\dots": "…"}
 
 
 def png_bytes(fig, dpi=100):

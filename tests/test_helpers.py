@@ -92,6 +92,27 @@ def test_a_figure_is_shown_with_its_words_for_screen_readers():
     assert words_data["text/html"] == '<p class="jp-sr-only">' + html.escape(words) + "</p>"
 
 
+@pytest.mark.parametrize("label, said", [
+    (r"test length n ($n_{\rm train}$ = 16)", "test length n (n_train = 16)"),
+    (r"slowed by $\kappa_\ell = \omega_\ell/\omega^\prime_\ell$", "slowed by κ_ℓ = ω_ℓ/ω′_ℓ"),
+    (r"$\mathbf{p}_i\cdot\mathbf{p}_j$", "p_i·p_j"),
+    (r"$\left(\mathbf{q}^\top\mathbf{k}\right)/\sqrt{d_h}$, $n_{\text{train}}$", "(qᵀk)/√d_h, n_train"),
+    (r"$\ell \leq 3$ and $\cos\,x$", "ℓ ≤ 3 and cos x"),
+])
+def test_a_label_is_said_without_tex(label, said):
+    """A screen reader hears n_train, not 'n r m train' (round 20's reader of section 6)."""
+    assert attnbook.figures._text(label) == said
+
+
+def test_a_legend_entry_with_a_comma_stays_one_entry():
+    fig = Figure()
+    ax = fig.subplots()
+    for label in ["all n = 16 inputs", "convolution, κ = 3", "RNN"]:
+        ax.plot([0, 1, 2], [0, 1, 2], label=label)
+    ax.legend()
+    assert attnbook.figures.in_words(fig).endswith("legend: “all n = 16 inputs”, “convolution, κ = 3”, “RNN”.")
+
+
 def small_figure():
     fig = Figure(figsize=(3, 2))
     ax = fig.subplots()
