@@ -110,7 +110,8 @@ def test_a_legend_entry_with_a_comma_stays_one_entry():
     for label in ["all n = 16 inputs", "convolution, κ = 3", "RNN"]:
         ax.plot([0, 1, 2], [0, 1, 2], label=label)
     ax.legend()
-    assert attnbook.figures.in_words(fig).endswith("legend: “all n = 16 inputs”, “convolution, κ = 3”, “RNN”.")
+    said = attnbook.figures.in_words(fig)
+    assert said.endswith("legend: “all n = 16 inputs”, “convolution, κ = 3”, “RNN”.")
 
 
 def small_figure():
