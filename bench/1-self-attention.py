@@ -1,7 +1,7 @@
 # `make bench` runs this in the self-attention section's kernel, after the notebook (which defines
 # MultiHeadSelfAttention). First, on any device: both paths of a layer with d = 64 and h = 4, batch 2,
 # no mask, at a few lengths (the CPU keeps them small, CUDA runs large ones too): the written-out
-# path (need_weights=True) against the fused one (SDPA). Both do the same matrix products; the fused
+# path (return_weights=True) against the fused one (SDPA). Both do the same matrix products; the fused
 # one skips writing the (batch, h, n, n) weights to memory and reading them back, so the ratio is
 # what that costs. On CUDA it also checks, from the allocator's statistics, that the fused call's
 # peak stays below the size of those weights while the written-out one reaches it.
@@ -9,7 +9,7 @@ timed_layer = MultiHeadSelfAttention(64, 4).to(device).eval()
 with torch.no_grad():
     for n_timed in [128, 256, 512] if device.type == 'cpu' else [1024, 2048, 4096, 8192]:
         X_timed = torch.randn(2, n_timed, 64, generator=torch.Generator().manual_seed(5)).to(device)
-        explicit = lambda X_timed=X_timed: timed_layer(X_timed, need_weights=True)
+        explicit = lambda X_timed=X_timed: timed_layer(X_timed, return_weights=True)
         fused = lambda X_timed=X_timed: timed_layer(X_timed)
         weights_mib = 2 * 4 * n_timed * n_timed * 4 / 2**20  # batch 2, 4 heads, n x n, float32
         peaks = ''
