@@ -249,7 +249,7 @@ def test_complexity_explorer_at_its_suggested_settings(explorers):
             assert "self-attention 1 layer" in live.readout.value
             assert all(live.fig.bbox.contains(*corner) for ax in live.fig.axes
                        for corner in ax.get_tightbbox(renderer).corners())  # every label inside the picture
-        assert "RNN 1 link," in live.readout.value and "RNN 0 links" not in live.readout.value
+        assert "RNN 2 edges," in live.readout.value  # n = 2: x_0 -> s_0 -> s_1, the count the table uses
         assert not live.set(kernel_width=4) and "odd κ" in live.readout.value
         assert live.set(**start) and live.fig.canvas is live.canvas  # still drawing on its own canvas
     finally:
