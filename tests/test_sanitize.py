@@ -14,17 +14,18 @@ import pytest
 from nbval.plugin import get_sanitize_patterns
 
 CFG = pathlib.Path(__file__).resolve().parent / "nbval_sanitize.cfg"
+CFG_TEXT = CFG.read_text()
 #: make test-cuda reads the two files one after the other, as this does (Makefile, test-cuda).
-CUDA_CFG_TEXT = CFG.read_text() + (CFG.parent / "nbval_sanitize_cuda.cfg").read_text()
+CUDA_CFG_TEXT = CFG_TEXT + (CFG.parent / "nbval_sanitize_cuda.cfg").read_text()
 
 
-def sanitize(text, cfg_text=None):
-    for regex, replace in get_sanitize_patterns(CFG.read_text() if cfg_text is None else cfg_text):
+def sanitize(text, cfg_text=CFG_TEXT):
+    for regex, replace in get_sanitize_patterns(cfg_text):
         text = re.sub(regex, replace, text)
     return text
 
 
-@pytest.mark.parametrize("text", [CFG.read_text(), CUDA_CFG_TEXT], ids=["make test", "make test-cuda"])
+@pytest.mark.parametrize("text", [CFG_TEXT, CUDA_CFG_TEXT], ids=["make test", "make test-cuda"])
 def test_every_section_reaches_nbval(text):
     sections = configparser.ConfigParser(interpolation=None)
     sections.read_string(text)
