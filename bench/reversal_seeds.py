@@ -10,20 +10,21 @@ import contextlib
 import io
 import os
 import pathlib
-import re
 import sys
+
+import jupytext
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.chdir(ROOT / "notebooks")
-chapter = (ROOT / "chapters" / "1-self-attention.md").read_text()
+chapter = jupytext.read(ROOT / "chapters" / "1-self-attention.md")
 book = {}
-for cell in re.findall(r"```\{code-cell\} ipython3\n(.*?)```", chapter, re.S):
-    if "torch.manual_seed(2)  # our run" in cell:
+for cell in (c for c in chapter.cells if c.cell_type == "code"):
+    if "reverser = Reverser(" in cell.source:  # the chapter's own training run: trained() below varies it
         break
-    if "attention_explorer()" not in cell:
+    if "attention_explorer()" not in cell.source:
         with contextlib.redirect_stdout(io.StringIO()):
-            exec(re.sub(r"^---\n.*?\n---\n", "", cell, flags=re.S), book)
+            exec(cell.source, book)
 torch, F, Reverser = book["torch"], book["F"], book["Reverser"]
 
 
