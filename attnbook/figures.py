@@ -227,7 +227,7 @@ def cnn_rnn_self_attention():
     titles = ["convolution, κ = 3, two layers", "RNN", "self-attention"]
     # sequential operations per layer (a convolution stack reaching all n runs O(n/κ) layers in turn)
     notes = ["O(κnd²) FLOPs\nO(1) sequential per layer\npath O(n/κ)",
-             "O(nd²) FLOPs\nO(n) sequential\npath O(n)",
+             "O(nd²) FLOPs\nO(n) sequential per layer\npath O(n)",
              "O(n²d + nd²) FLOPs\nO(1) sequential per layer\npath O(1)"]
     for ax, title, note in zip(axes, titles, notes, strict=True):
         ax.set_title(f"{title}\n{note}", fontsize=10.5)

@@ -344,7 +344,9 @@ def skew_from_position_0(rel_logits):  # query t taken to sit at position t
 
 def ntk_frequencies(d, base, scale=None, factors=None, n_train=None, seq_len=None, exponent=True,
                     interpolate=False, dtype=torch.float64, pair_exponent=2, refuse_2=True, says_half=True,
-                    at_n_train=False, always=None, multiply=False, into_base=False):
+                    at_n_train=False, always=None, multiply=False, into_base=False, one_of=True):
+    if one_of and (scale is None) == (factors is None):
+        raise ValueError("exactly one of scale and factors")
     omega = base ** (-pair_exponent * torch.arange(d // 2, dtype=torch.float64) / d)
     if factors is not None:  # LongRoPE: one factor per pair, the long list once the input is longer
         short, long = (torch.tensor(f, dtype=torch.float64) for f in factors)
@@ -614,6 +616,8 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
     ("ntk_frequencies", lambda d, base, scale: ntk_frequencies(d, base, scale),
      "factors=(short, long) must work too"),
     ("ntk_frequencies", P(ntk_frequencies, interpolate=True), "position interpolation"),
+    ("ntk_frequencies", P(ntk_frequencies, one_of=False), "scale=4 and factors (both), n_train=16: returned "
+     "Tensor, expected a ValueError — scale and factors together are refused"),
     ("ntk_frequencies", P(ntk_frequencies, dtype=torch.float32), "float32"),
     ("position_ids", P(position_ids, ignore_padding=True), "padding is ignored"),
     ("position_ids", P(position_ids, start=1), "starts at 1"),

@@ -10,7 +10,7 @@
   the long list at seq_len = n_train (≥ for >), the long or the short list whatever the length, the
   factors multiplying ω, the factors scaling the base; for the NTK form base·scale, the exponent l/d,
   position interpolation, scale ignored; float32, and float32 arithmetic cast to float64. Reported by
-  pair ℓ.
+  pair ℓ. Exactly one of scale and factors: both, or neither, must raise a ValueError.
 """
 import torch
 
@@ -64,7 +64,12 @@ def _ntk_cases(g):
         Case("d=8, base=10000, factors of 3 (not d/2 = 4), n_train=16", (8, 10000),
              {"factors": ([1.0] * 3, [2.0] * 3), "n_train": 16, "seq_len": 32}, raises=ValueError,
              says=r"d\s*/\s*2", note="a list without one factor per pair is refused: raise a ValueError "
-                                     "that says d/2")]
+                                     "that says d/2"),
+        Case("d=8, base=10000, scale=4 and factors (both), n_train=16", (8, 10000, 4),
+             {"factors": hand, "n_train": 16, "seq_len": 32}, raises=ValueError,
+             note="scale and factors together are refused: raise a ValueError (exactly one of the two)"),
+        Case("d=8, base=10000 (neither scale nor factors)", (8, 10000), raises=ValueError,
+             note="with neither scale nor factors there is nothing to compute: raise a ValueError")]
 
 
 def _mistake(**wrong):
@@ -89,7 +94,7 @@ EXERCISES = {
         "longrope: ω_ℓ divided by the short list's factor up to n_train tokens, the long list's past it), "
         "in float64",
         "d 6..128, base 10⁴ and 5·10⁵, scale 2.5..8; factor lists of 4 to 64 at seq_len None, n_train, "
-        "n_train + 1 and longer; d = 2 and lists of the wrong length refused", {
+        "n_train + 1 and longer; d = 2, lists of the wrong length, both or neither form refused", {
             "the long list was used at seq_len = n_train: LongRoPE keeps the short list up to n_train tokens "
             "and switches only once the input is longer":
                 _mistake(switch=lambda n, n_train: n is not None and n >= n_train),
