@@ -389,7 +389,7 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
     ("masked_softmax", lambda scores, valid_lens: masked_softmax(scores), "valid_lens is ignored"),
     ("masked_softmax", P(masked_softmax, additive=True),
      "−inf added to the scores with the empty row's NaN replaced afterwards: right weights, NaN gradients "
-     "(section 1, Deeper: a query with no key gets zeros, not NaN)"),
+     "(section 1, the deeper part on padding and causal together: a query with no key)"),
     ("masked_softmax", P(masked_softmax, detach=True), "carry no gradient back to the scores"),
     ("masked_softmax", P(masked_softmax, head_axes=False), "case scores (2, 2, 3, 5) (b, heads, n_q, n_k), "
      "valid_lens [1, 4]: at [0, 1, 0, 0] expected 1, got 0.0396237 — valid_lens was laid out as for (b, n_q, "

@@ -96,7 +96,8 @@ def _added_then_replaced(scores, valid_lens=None, causal=False):
 
 GRADIENT_MISTAKES = {
     "this is −inf added to the scores with the empty row's NaN replaced afterwards: right weights, NaN "
-    "gradients (section 1, Deeper: a query with no key gets zeros, not NaN)": _added_then_replaced}
+    "gradients (section 1, the deeper part on padding and causal together: a query with no key)":
+        _added_then_replaced}
 
 
 def _gradient(fn, scores, valid_lens, **kwargs):
