@@ -21,7 +21,10 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-MAX_WORDS, MAX_CODE_LINES, MIN_FIGURES = 2500, 150, 4
+# Issue 31 allowed 2,500 words and 150 lines; fresh expert reads put ~1,850-2,200 words at 45-70 minutes
+# (rounds 16-23) and the same sections cut to ~1,500 words at 35-65 (round 24, bench/results/reading-*.md).
+# A lecture is 50 minutes, so the main line keeps to the cut: a fix that needs words moves others out.
+MAX_WORDS, MAX_CODE_LINES, MIN_FIGURES = 1500, 100, 4
 HEADING = re.compile(r"^(#{1,6})\s+(.*)")
 
 
