@@ -12,7 +12,6 @@ from attnbook.checks import check  # noqa: E402
 from attnbook.device import (  # noqa: E402
     DeviceChoiceError,
     NoGPUError,
-    describe,
     deterministic,
     pick_device,
     place_tensors_on,
@@ -24,13 +23,13 @@ from attnbook.timing import mean_ms, median_ms, report  # noqa: E402
 from attnbook.widgets import LiveFigure  # noqa: E402
 
 __all__ = ["DeviceChoiceError", "LiveFigure", "NewStorage", "NoGPUError", "check", "cuda_peak_bytes",
-           "describe", "deterministic", "mean_ms", "median_ms", "pick_device", "place_tensors_on",
+           "deterministic", "mean_ms", "median_ms", "pick_device", "place_tensors_on",
            "png_bytes", "report", "setup", "use_png_figures"]
 
 
 def setup():
-    """One call at the top of every notebook: reproducible PNG figures, a fixed seed, the device (it
-    prints which, and why), and CUDA settings that compute what the CPU computes (no TF32,
+    """One call at the top of every notebook: reproducible PNG figures, a fixed seed, the device, and
+    CUDA settings that compute what the CPU computes (no TF32,
     deterministic algorithms).
 
     The device becomes torch's default (`place_tensors_on`): the chapters make tensors and layers with
@@ -50,5 +49,4 @@ def setup():
     use_png_figures()
     torch.manual_seed(0)
     torch.set_printoptions(precision=4, sci_mode=False)
-    print(describe(device))
-    return device
+    return device  # not printed: the pages are about attention (the README says how a kernel chooses)

@@ -51,12 +51,6 @@ def _remember(device):
     return device
 
 
-def describe(device):
-    """The notebook's first line: the device it computes on, in torch's name for it (how to choose
-    another, $BOOK_DEVICE, is the README's business, not the page's)."""
-    return f"this notebook computes on {device.type}"
-
-
 def deterministic(environ=None):
     """Make CUDA compute what the CPU computes, to the rounding of the printed digits.
 

@@ -41,6 +41,15 @@ def use_png_figures():
 WORDS_KEY = "attnbook_figure_words"
 #: JupyterLab's own class for text that only screen readers read (it hides its mermaid figcaptions so).
 SCREEN_READER_ONLY = "jp-sr-only"
+#: The same rule inline, for front ends that lack JupyterLab's stylesheet (Colab, VS Code, nbviewer):
+#: out of sight and one pixel in size, yet in the page, so a screen reader still reads it.
+SCREEN_READER_ONLY_STYLE = ("position:absolute;width:1px;height:1px;padding:0;margin:-1px;overflow:hidden;"
+                            "clip:rect(0,0,0,0);white-space:nowrap;border:0")
+
+
+def screen_reader_only(words):
+    """A paragraph of `words` that screen readers read and no front end shows."""
+    return f'<p class="{SCREEN_READER_ONLY}" style="{SCREEN_READER_ONLY_STYLE}">{html.escape(words)}</p>'
 
 
 def show_figures_with_words():
@@ -78,7 +87,7 @@ def show_with_words(fig):
             metadata[mime] = {**metadata.get(mime, {}), "alt": words}
     publish_display_data(data, metadata)
     publish_display_data({"text/plain": words,
-                          "text/html": f'<p class="{SCREEN_READER_ONLY}">{html.escape(words)}</p>'},
+                          "text/html": screen_reader_only(words)},
                          {WORDS_KEY: True})
     return True
 
@@ -93,17 +102,20 @@ def in_words(fig):
     if titles:
         said[0] += ": " + "; ".join(f"“{t}”" for t in titles)
     for number, ax in enumerate(panels, 1):
-        parts = [_kind(ax)]
+        kind = _kind(ax)
+        parts = [kind]
         title = " ".join(t for t in (ax.get_title("left"), ax.get_title(), ax.get_title("right")) if t)
         if title:
             parts[0] += f" “{_text(title)}”"
-        for name, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+        drawn = kind in ("drawing", "dial")  # no scale: its axis labels are a caption and a row's name
+        for name, axis in (("caption" if drawn else "x axis", ax.xaxis),
+                           ("label" if drawn else "y axis", ax.yaxis)):
             label = _text(axis.get_label_text())
             names = _names(axis)
             scale = " (log scale)" if axis.get_scale() == "log" and "log" not in label else ""
             if label or names:
                 said_axis = f"{label} ({names})" if label and names else label or names
-                parts.append(f"{name} axis{scale}: {said_axis}")
+                parts.append(f"{name}{scale}: {said_axis}")
         colourbars = {id(cb): cb for image in [*ax.images, *ax.collections]
                       if (cb := getattr(image, "colorbar", None)) is not None}
         for cb in colourbars.values():
@@ -226,9 +238,9 @@ def cnn_rnn_self_attention():
     fig.subplots_adjust(left=0.01, right=0.99, top=0.66, bottom=0.0, wspace=0.06)
     titles = ["convolution, κ = 3, two layers", "RNN", "self-attention"]
     # sequential operations per layer (a convolution stack reaching all n runs O(n/κ) layers in turn)
-    notes = ["O(κnd²) FLOPs\nO(1) sequential per layer\npath O(n/κ)",
-             "O(nd²) FLOPs\nO(n) sequential per layer\npath O(n)",
-             "O(n²d + nd²) FLOPs\nO(1) sequential per layer\npath O(1)"]
+    notes = ["O(κnd²) FLOPs per layer\nO(1) sequential per layer\npath O(n/κ) layers",
+             "O(nd²) FLOPs per layer\nO(n) sequential per layer\npath O(n) steps",
+             "O(n²d + nd²) FLOPs per layer\nO(1) sequential per layer\npath O(1)"]
     for ax, title, note in zip(axes, titles, notes, strict=True):
         ax.set_title(f"{title}\n{note}", fontsize=10.5)
         ax.set_xlim(-0.6, n - 0.4)

@@ -49,7 +49,7 @@ from matplotlib.text import Text
 from matplotlib.transforms import Bbox
 from PIL import Image, ImageOps
 
-from attnbook.figures import SCREEN_READER_ONLY, in_words
+from attnbook.figures import in_words, screen_reader_only
 
 SCALE = 2  # bitmap pixels per CSS pixel
 TRACK_PX = 100  # the least a slider's track may get, in CSS pixels
@@ -137,7 +137,7 @@ class LiveFigure:
 
     def _say(self, description):
         self.description = description
-        self.words.value = f'<p class="{SCREEN_READER_ONLY}">{html.escape(description or "")}</p>'
+        self.words.value = screen_reader_only(description or "")
 
     def _show(self, image, values, stale):
         """Send the picture with classes that say what it is for, in one message (a page can check it).

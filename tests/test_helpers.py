@@ -26,14 +26,10 @@ def test_pick_device_reads_the_kernels_variable():
 
 
 def test_unset_device_means_the_gpu_when_torch_sees_one(monkeypatch):
-    from attnbook.device import describe
-
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     assert pick_device({}) == torch.device("cuda")
-    assert describe(torch.device("cuda")) == "this notebook computes on cuda"
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert pick_device({}) == torch.device("cpu")
-    assert describe(torch.device("cpu")) == "this notebook computes on cpu"
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message shown where there is no GPU")
@@ -89,7 +85,21 @@ def test_a_figure_is_shown_with_its_words_for_screen_readers():
                      "legend: mask.")
     assert "image/png" in image_data and image_metadata["image/png"]["alt"] == words
     assert words_metadata == {attnbook.figures.WORDS_KEY: True} and words_data["text/plain"] == words
-    assert words_data["text/html"] == '<p class="jp-sr-only">' + html.escape(words) + "</p>"
+    assert words_data["text/html"] == attnbook.figures.screen_reader_only(words)
+    assert words_data["text/html"].startswith('<p class="jp-sr-only" style="position:absolute;width:1px;')
+    assert words_data["text/html"].endswith(">" + html.escape(words) + "</p>")
+
+
+def test_a_drawing_has_a_caption_and_a_row_name_not_axes():
+    """A dial's x label is the caption under it and its y label names the row (section 6's figure 2)."""
+    fig = Figure()
+    dial = fig.add_subplot(1, 2, 1, projection="polar")
+    dial.set(xticks=[], yticks=[], title="pair 0", xlabel="57° apart", ylabel="RoPE")
+    plot = fig.add_subplot(1, 2, 2)
+    plot.plot([0, 1, 2], [1, 2, 3])
+    plot.set(xlabel="pair", ylabel="angle")
+    said = attnbook.figures.in_words(fig)
+    assert "1. dial “pair 0”; caption: 57° apart; label: RoPE. 2. line plot; x axis: pair; y axis: angle." in said
 
 
 @pytest.mark.parametrize("label, said", [
@@ -399,7 +409,8 @@ def test_live_figure_says_its_picture_in_words():
     live = attnbook.LiveFigure(fig, draw, describe=lambda n: f"A line plot of the first {n} squares",
                                n=widgets.IntSlider(3, min=-5))
     assert live.description == "A line plot of the first 3 squares"
-    assert live.words.value == '<p class="jp-sr-only">A line plot of the first 3 squares</p>'
+    assert live.words.value == attnbook.figures.screen_reader_only("A line plot of the first 3 squares")
+    assert live.words.value.endswith(">A line plot of the first 3 squares</p>")
     live.set(n=5)
     assert live.description == "A line plot of the first 5 squares"
     assert not live.set(n=0)

@@ -40,7 +40,7 @@ def test_every_section_reaches_nbval(text):
     ("tensor([[ 0,  1],\n        [-1,  0]], device='cuda:0')", "tensor([[ 0,  1],\n        [-1,  0]])"),
     ("UserWarning: slow path (Triggered internally at /pytorch/aten/src/x.cpp:12.)",
      "UserWarning: slow path"),
-    ("this notebook computes on cuda", "this notebook computes on cpu"),
+    ("a tensor on cuda:0", "a tensor on cpu"),
 ])
 def test_a_gpu_output_sanitizes_to_the_cpu_one(cuda, cpu):
     assert sanitize(cuda) == sanitize(cpu)
