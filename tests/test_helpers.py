@@ -99,7 +99,8 @@ def test_a_drawing_has_a_caption_and_a_row_name_not_axes():
     plot.plot([0, 1, 2], [1, 2, 3])
     plot.set(xlabel="pair", ylabel="angle")
     said = attnbook.figures.in_words(fig)
-    assert "1. dial “pair 0”; caption: 57° apart; label: RoPE. 2. line plot; x axis: pair; y axis: angle." in said
+    assert ("1. dial “pair 0”; caption: 57° apart; label: RoPE. "
+            "2. line plot; x axis: pair; y axis: angle.") in said
 
 
 @pytest.mark.parametrize("label, said", [
