@@ -26,25 +26,26 @@ for cell in (c for c in chapter.cells if c.cell_type == "code"):
         with contextlib.redirect_stdout(io.StringIO()):
             exec(cell.source, book)
 torch, F, Reverser = book["torch"], book["F"], book["Reverser"]
+VOCAB, N = (Reverser.__init__.__defaults__[k] for k in (0, 1))  # the chapter's vocabulary and length
 
 
 def trained(seed, steps, noise, lr=0.02):
     torch.manual_seed(seed)
-    model = Reverser(vocab=8, n=8)
+    model = Reverser(vocab=VOCAB, n=N)
     with torch.no_grad():
         draw = torch.Generator().manual_seed(99)
         for p in model.parameters():
             p.mul_(1 + noise * torch.randn(p.shape, generator=draw))
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     for _ in range(steps):
-        tokens = torch.randint(8, (64, 8))
+        tokens = torch.randint(VOCAB, (64, N))
         loss = F.cross_entropy(model(tokens)[0].flatten(0, 1), tokens.flip(1).flatten())
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-    tokens = torch.randint(8, (256, 8))
+    tokens = torch.randint(VOCAB, (256, N))
     logits, alpha = model(tokens)
-    on_target = alpha.mean(0)[:, range(8), range(7, -1, -1)].detach()  # (h, n)
+    on_target = alpha.mean(0)[:, range(N), range(N - 1, -1, -1)].detach()  # (h, n)
     return ((logits.argmax(-1) == tokens.flip(1)).float().mean().item(), on_target.min().item(),
             on_target.amax(0).min().item())
 
