@@ -15,7 +15,7 @@ cell, a legend's frame, the axes).
 import matplotlib.text
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
-from website import COLUMN_PX
+from website import COLUMN_PX, FOLD_COLUMN_PX
 
 MIN_PT = 9.0          # the smallest text the page may show, in CSS points (1 pt = 96/72 CSS pixels)
 MIN_CONTRAST = 4.5    # WCAG 1.4.3 AA for text under 18 pt
@@ -43,11 +43,12 @@ def contrast(a, b):
     return (np.maximum(la, lb) + 0.05) / (np.minimum(la, lb) + 0.05)
 
 
-def shown_pt(text, fig, css_width, css_per_inch=None):
+def shown_pt(text, fig, css_width, css_per_inch=None, column=COLUMN_PX):
     """A text's size in CSS points on the page: its size on the figure, scaled as the page scales it
-    (css_per_inch: by default the whole figure is shown css_width wide)."""
+    (css_per_inch: by default the whole figure is shown css_width wide; a figure wider than the
+    column, COLUMN_PX or FOLD_COLUMN_PX for one inside a fold, is shrunk to it)."""
     css_per_inch = css_per_inch or css_width / fig.get_figwidth()
-    shrink = min(1.0, COLUMN_PX / css_width)
+    shrink = min(1.0, column / css_width)
     return text.get_fontsize() / 72 * css_per_inch * shrink * 72 / 96
 
 
@@ -66,7 +67,7 @@ def agg_canvas(fig):
     return fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
 
 
-def problems(fig, css_width, css_per_inch=None):
+def problems(fig, css_width, css_per_inch=None, folded=False):
     """One line for each text of `fig` that is too small or too faint where the page shows it."""
     canvas = agg_canvas(fig)
     canvas.draw()
@@ -93,7 +94,7 @@ def problems(fig, css_width, css_per_inch=None):
         y0, y1 = max(int(height - box.y1), 0), min(int(np.ceil(height - box.y0)), height)
         if x1 - x0 < 1 or y1 - y0 < 1:
             continue  # outside the figure: not on the page
-        size = shown_pt(text, fig, css_width, css_per_inch)
+        size = shown_pt(text, fig, css_width, css_per_inch, FOLD_COLUMN_PX if folded else COLUMN_PX)
         if size < MIN_PT - 1e-6:
             found.append(f"{label!r}: {size:.1f} pt on the page (at least {MIN_PT:g})")
         colour = np.array(matplotlib.colors.to_rgba(text.get_color()))

@@ -73,9 +73,10 @@ def chapter_run(chapter):
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def check_text(figures, start, fig, css_width, css_per_inch):
-    """An `on_figure` for run_cell (with the cell's first line bound): figure_text's problems."""
+def check_text(figures, start, folded, fig, css_width, css_per_inch):
+    """An `on_figure` for run_cell (with the cell's first line and whether it is folded bound):
+    figure_text's problems."""
     from figure_text import problems
 
-    figures.append({"line": start, "css_width": round(css_width),
-                    "problems": problems(fig, css_width, css_per_inch)})
+    figures.append({"line": start, "css_width": round(css_width), "folded": folded,
+                    "problems": problems(fig, css_width, css_per_inch, folded)})

@@ -55,23 +55,29 @@ SKIP_CELL = re.compile(r"^# NBVAL_IGNORE_OUTPUT", re.M)
 
 
 # ----------------------------------------------------------------------------------- the runner
+FOLDED_TAGS = re.compile(r"^tags:.*\b(deeper|answer)\b")  # a deeper part's cell or a worked answer
+
+
 def cells_with_lines(path):
-    """(first line in the .md, source) of each code cell, in order (MyST code-cell fences)."""
+    """(first line in the .md, source, folded) of each code cell, in order (MyST code-cell fences);
+    folded: tagged `deeper` or `answer`, so the website shows its figures in a fold's narrower column."""
     text = path.read_text().splitlines()
     cells, i = [], 0
     while i < len(text):
         if text[i].startswith("```{code-cell}"):
             i += 1
+            folded = False
             if i < len(text) and text[i].strip() == "---":  # metadata block
                 i += 1
                 while text[i].strip() != "---":
+                    folded = folded or bool(FOLDED_TAGS.match(text[i]))
                     i += 1
                 i += 1
             start, body = i, []
             while not text[i].startswith("```"):
                 body.append(text[i])
                 i += 1
-            cells.append((start + 1, "\n".join(body)))
+            cells.append((start + 1, "\n".join(body), folded))
         i += 1
     return cells
 
@@ -109,7 +115,7 @@ def run_chapter(path, on_figure=None):
         while frame is not None:
             name = frame.f_code.co_filename
             if name.startswith("<cell "):
-                start, source = cells[int(name[6:-1])]
+                start, source, _ = cells[int(name[6:-1])]
                 line = frame.f_lineno
                 return start + line - 1, source.splitlines()[line - 1].strip()
             frame = frame.f_back
@@ -271,12 +277,13 @@ def run_cells(path, cells, DeviceTags, violations, on_figure=None):
     namespace = {"__name__": "__main__"}
     with DeviceTags():
         try:
-            for index, (start, source) in enumerate(cells):
+            for index, (start, source, folded) in enumerate(cells):
                 if SKIP_CELL.search(source):
                     continue
                 try:
                     run_cell(source, f"<cell {index}>", namespace,  # what it shows: to on_figure
-                             on_figure and (lambda *shown, start=start: on_figure(start, *shown)))
+                             on_figure and (lambda *shown, start=start, folded=folded:
+                                            on_figure(start, folded, *shown)))
                 except Exception as error:  # it would fail on CUDA as well: report where, go on
                     frames = [f for f in traceback.extract_tb(error.__traceback__)
                               if f.filename == f"<cell {index}>"]

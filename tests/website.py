@@ -18,6 +18,9 @@ SCHEMES = ["light", "dark"]
 # 688 in the light scheme): a wider figure is shrunk to it
 # (test_a11y measures it; tests/figure_text.py checks figures' text at the size it gives).
 COLUMN_PX = 672
+# A figure inside a fold (a deeper part's <details>, a worked answer) gets less: the fold's padding
+# leaves it 655 CSS pixels in the dark scheme (measured by test_a11y, 2026-11-27).
+FOLD_COLUMN_PX = 655
 
 
 def stale():
