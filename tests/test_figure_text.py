@@ -60,6 +60,15 @@ def test_small_or_faint_text_is_reported_and_readable_text_is_not():
     assert problems(wide, 1200) == ["'readable where it is not shrunk': 7.0 pt on the page (at least 9)"]
 
 
+def test_a_folded_figure_is_checked_in_the_folds_narrower_column():
+    """7 in wide at 100 dpi is 700 CSS px: shrunk to the page's column its 9.1 pt title keeps 9 pt, shrunk
+    further to a fold's, it does not."""
+    fig = Figure(figsize=(7, 2), dpi=100)
+    fig.suptitle("title", fontsize=9.1)
+    assert problems(fig, 700) == []
+    assert problems(fig, 700, folded=True) == ["'title': 8.9 pt on the page (at least 9)"]
+
+
 def test_what_is_behind_a_text_is_measured_where_the_layout_put_it():
     """A constrained layout with its texts hidden would grow the heatmap under its tick labels: the
     background is taken from the layout as drawn (this heatmap's labels read 3.2:1 against its cells)."""
