@@ -107,9 +107,9 @@ def in_words(fig):
         title = " ".join(t for t in (ax.get_title("left"), ax.get_title(), ax.get_title("right")) if t)
         if title:
             parts[0] += f" “{_text(title)}”"
-        drawn = kind in ("drawing", "dial")  # no scale: its axis labels are a caption and a row's name
-        for name, axis in (("caption" if drawn else "x axis", ax.xaxis),
-                           ("label" if drawn else "y axis", ax.yaxis)):
+        dial = kind == "dial"  # a polar panel has no x and y: its labels are a caption and a row's name
+        for name, axis in (("caption" if dial else "x axis", ax.xaxis),
+                           ("label" if dial else "y axis", ax.yaxis)):
             label = _text(axis.get_label_text())
             names = _names(axis)
             scale = " (log scale)" if axis.get_scale() == "log" and "log" not in label else ""
@@ -238,9 +238,9 @@ def cnn_rnn_self_attention():
     fig.subplots_adjust(left=0.01, right=0.99, top=0.66, bottom=0.0, wspace=0.06)
     titles = ["convolution, κ = 3, two layers", "RNN", "self-attention"]
     # sequential operations per layer (a convolution stack reaching all n runs O(n/κ) layers in turn)
-    notes = ["O(κnd²) FLOPs per layer\nO(1) sequential per layer\npath O(n/κ) layers",
-             "O(nd²) FLOPs per layer\nO(n) sequential per layer\npath O(n) steps",
-             "O(n²d + nd²) FLOPs per layer\nO(1) sequential per layer\npath O(1)"]
+    notes = ["O(κnd²) FLOPs per layer\nO(1) sequential per layer\npath O(n/κ) edges",
+             "O(nd²) FLOPs per layer\nO(n) sequential per layer\npath O(n) edges",
+             "O(n²d + nd²) FLOPs per layer\nO(1) sequential per layer\npath O(1) edges"]
     for ax, title, note in zip(axes, titles, notes, strict=True):
         ax.set_title(f"{title}\n{note}", fontsize=10.5)
         ax.set_xlim(-0.6, n - 0.4)

@@ -90,17 +90,18 @@ def test_a_figure_is_shown_with_its_words_for_screen_readers():
     assert words_data["text/html"].endswith(">" + html.escape(words) + "</p>")
 
 
-def test_a_drawing_has_a_caption_and_a_row_name_not_axes():
-    """A dial's x label is the caption under it and its y label names the row (section 6's figure 2)."""
+def test_a_dial_has_a_caption_and_a_row_name_not_axes():
+    """A dial's x label is the caption under it and its y label names the row (section 6's figure 2); a
+    drawing without ticks keeps its axes (section 3's unit circles: sine across, cosine up)."""
     fig = Figure()
     dial = fig.add_subplot(1, 2, 1, projection="polar")
     dial.set(xticks=[], yticks=[], title="pair 0", xlabel="57° apart", ylabel="RoPE")
-    plot = fig.add_subplot(1, 2, 2)
-    plot.plot([0, 1, 2], [1, 2, 3])
-    plot.set(xlabel="pair", ylabel="angle")
+    circle = fig.add_subplot(1, 2, 2)
+    circle.plot([0, 1, 0], [1, 0, -1])
+    circle.set(xticks=[], yticks=[], xlabel="sin", ylabel="cos")
     said = attnbook.figures.in_words(fig)
     assert ("1. dial “pair 0”; caption: 57° apart; label: RoPE. "
-            "2. line plot; x axis: pair; y axis: angle.") in said
+            "2. drawing; x axis: sin; y axis: cos.") in said
 
 
 @pytest.mark.parametrize("label, said", [

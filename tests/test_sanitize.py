@@ -57,6 +57,10 @@ TRAINED = [
      "             RoPE 0.996 solved          0.985 solved", True),
     ("RoPE                 1.00–1.00   0.84–0.96   0.53–0.63   0.33–0.36",
      "RoPE                 1.00–1.00   0.84–0.96   0.53–0.63   0.32–0.36", True),
+    ("reverser: vocab = 10, n = 8, d = 32, 2 heads; loss of the last batch 0.000",
+     "reverser: vocab = 10, n = 8, d = 32, 2 heads; loss of the last batch 0.002", True),
+    ("reverser: vocab = 10, n = 8, d = 32, 2 heads; loss of the last batch 0.000",
+     "reverser: vocab = 10, n = 9, d = 32, 2 heads; loss of the last batch 0.002", False),
     ("       sinusoidal 0.941 solved", "       sinusoidal 0.941 near the guess", False),
     ("order-blind guess 0.326", "order-blind guess 0.327", False),
 ]
