@@ -344,16 +344,18 @@ def skew_from_position_0(rel_logits):  # query t taken to sit at position t
 
 def ntk_frequencies(d, base, scale=None, factors=None, n_train=None, seq_len=None, exponent=True,
                     interpolate=False, dtype=torch.float64, pair_exponent=2, refuse_2=True, says_half=True,
-                    at_n_train=False, always=None, multiply=False, into_base=False, one_of=True):
+                    at_n_train=False, always=None, multiply=False, into_base=False, one_of=True,
+                    both_lengths=True, inverted=False):
     if one_of and (scale is None) == (factors is None):
         raise ValueError("exactly one of scale and factors")
     omega = base ** (-pair_exponent * torch.arange(d // 2, dtype=torch.float64) / d)
     if factors is not None:  # LongRoPE: one factor per pair, the long list once the input is longer
         short, long = (torch.tensor(f, dtype=torch.float64) for f in factors)
-        if len(short) != d // 2 or len(long) != d // 2:  # says_half=False: the right error, other words
-            raise ValueError(f"{'d/2' if says_half else 'one per pair'} = {d // 2} factors, got {len(short)}")
         longer = seq_len is not None and (seq_len >= n_train if at_n_train else seq_len > n_train)
         chosen = long if (longer if always is None else always == "long") else short
+        # says_half=False: the right error, other words; both_lengths=False: only the list in use is counted
+        if any(len(f) != d // 2 for f in ((short, long) if both_lengths else (chosen,))):
+            raise ValueError(f"{'d/2' if says_half else 'one per pair'} = {d // 2} factors, got {len(short)}")
         if into_base:
             exponents = pair_exponent * torch.arange(d // 2, dtype=torch.float64) / d
             return ((base * chosen) ** -exponents).to(dtype)
@@ -362,7 +364,7 @@ def ntk_frequencies(d, base, scale=None, factors=None, n_train=None, seq_len=Non
         raise ValueError(f"NTK-aware scaling needs d >= 4, got d = {d}")
     if interpolate:
         return (omega / scale).to(dtype)
-    base = base * scale ** (d / (d - 2) if exponent else 1)
+    base = base * scale ** (((d - 2) / d if inverted else d / (d - 2)) if exponent else 1)
     return (base ** (-pair_exponent * torch.arange(d // 2, dtype=torch.float64) / d)).to(dtype)
 
 
@@ -611,6 +613,9 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
      "0.05 — the long list was used for an input of at most n_train tokens"),
     ("ntk_frequencies", P(ntk_frequencies, always="short"), "seq_len=17: at pair ℓ = 1: expected 0.05, got "
      "0.1 — the short list was used for an input longer than n_train"),
+    ("ntk_frequencies", P(ntk_frequencies, both_lengths=False), "a long list of 3 (not d/2 = 4), n_train=16, "
+     "seq_len=8: returned"),
+    ("ntk_frequencies", P(ntk_frequencies, inverted=True), "the exponent of scale is inverted"),
     ("ntk_frequencies", P(ntk_frequencies, multiply=True), "ω_ℓ was multiplied by the factors"),
     ("ntk_frequencies", P(ntk_frequencies, into_base=True), "the factors scaled the base"),
     ("ntk_frequencies", lambda d, base, scale: ntk_frequencies(d, base, scale),

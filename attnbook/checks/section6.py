@@ -5,11 +5,12 @@
   says d >= 4. New, and the core of most cases: factors=(short, long) with n_train and seq_len, LongRoPE's
   per-pair rescale factors (Ding et al. 2024; transformers' `longrope` rope type, Phi-3): ω′_ℓ = ω_ℓ/κ_ℓ
   with κ the short list for an input of at most n_train tokens (seq_len None counts as short) and the
-  long list once it is longer; a list that does not hold d/2 factors must raise a ValueError that says
-  d/2. (`pair=` and `wavelength=` are gone: one exponent changed from the chapter's NTK cell.) Mistakes:
-  the long list at seq_len = n_train (≥ for >), the long or the short list whatever the length, the
-  factors multiplying ω, the factors scaling the base; for the NTK form base·scale, the exponent l/d,
-  position interpolation, scale ignored; float32, and float32 arithmetic cast to float64. Reported by
+  long list once it is longer; a list that does not hold d/2 factors, the one the input uses or the
+  other, must raise a ValueError that says d/2. (`pair=` and `wavelength=` are gone: one exponent
+  changed from the chapter's NTK cell.) Mistakes: the long list at seq_len = n_train (≥ for >), the long
+  or the short list whatever the length, the factors multiplying ω, the factors scaling the base; for
+  the NTK form base·scale, scale's exponent inverted ((d−2)/d), the exponent l/d, position
+  interpolation, scale ignored; float32, and float32 arithmetic cast to float64. Reported by
   pair ℓ. Exactly one of scale and factors: both, or neither, must raise a ValueError.
 """
 import torch
@@ -65,6 +66,14 @@ def _ntk_cases(g):
              {"factors": ([1.0] * 3, [2.0] * 3), "n_train": 16, "seq_len": 32}, raises=ValueError,
              says=r"d\s*/\s*2", note="a list without one factor per pair is refused: raise a ValueError "
                                      "that says d/2"),
+        Case("d=8, base=10000, a short list of 4, a long list of 3 (not d/2 = 4), n_train=16, seq_len=8",
+             (8, 10000), {"factors": ([1.0] * 4, [2.0] * 3), "n_train": 16, "seq_len": 8}, raises=ValueError,
+             says=r"d\s*/\s*2", note="both lists must hold d/2 factors, the one this input does not use too: "
+                                     "raise a ValueError that says d/2"),
+        Case("d=8, base=10000, a short list of 3 (not d/2 = 4), a long list of 4, n_train=16, seq_len=32",
+             (8, 10000), {"factors": ([1.0] * 3, [2.0] * 4), "n_train": 16, "seq_len": 32}, raises=ValueError,
+             says=r"d\s*/\s*2", note="both lists must hold d/2 factors, the one this input does not use too: "
+                                     "raise a ValueError that says d/2"),
         Case("d=8, base=10000, scale=4 and factors (both), n_train=16", (8, 10000, 4),
              {"factors": hand, "n_train": 16, "seq_len": 32}, raises=ValueError,
              note="scale and factors together are refused: raise a ValueError (exactly one of the two)"),
@@ -109,6 +118,9 @@ EXERCISES = {
                 _mistake(apply="base"),
             "this is base·scale: it slows the last pair by only scale^((d−2)/d); raise the base further":
                 _ntk_form(lambda d, base, scale: _ntk_frequencies(d, base * scale, 1)),
+            "the exponent of scale is inverted: NTK-aware raises the base to base·scale^(d/(d−2)), "
+            "not base·scale^((d−2)/d)":
+                _ntk_form(lambda d, base, scale: _ntk_frequencies(d, base * scale ** ((d - 2) / d), 1)),
             "the exponent is ℓ/d; it is 2ℓ/d (ω_ℓ = base^(−2ℓ/d), ℓ = 0..d/2 − 1)": _mistake(pair_exponent=1),
             "this is position interpolation (ω/scale), not NTK-aware scaling of the base":
                 _ntk_form(lambda d, base, scale: _ntk_frequencies(d, base, 1) / scale),
