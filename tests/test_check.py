@@ -244,12 +244,13 @@ def filled_slopes(h, fill):  # the extra heads' slopes from a mistaken fill of t
 
 
 def alibi_bias(n, h, heads=None, sign=-1, naive=False, reverse=False, other_half=False, causal=False,
-               shard_model=False, from_0=False, fill=None):
+               shard_model=False, from_0=False, fill=None, from_1=False):
     if heads is not None and shard_model:  # the mistake: the slopes of a model of len(heads) heads
         h, heads = len(heads), None
     slopes = [2 ** (-8 * (g + 1) / h) for g in range(h)] if naive else press_slopes(h)
     slopes = filled_slopes(h, fill) if fill else slopes
     slopes = torch.tensor(other_half_slopes(h) if other_half else slopes)
+    slopes = torch.cat([slopes.new_ones(1), slopes[:-1]]) if from_1 else slopes  # the ladder from 2⁰
     slopes = slopes.flip(0) if reverse else slopes
     if heads is not None:  # head g is row g − 1 (from_0: row g, the mistake)
         slopes = slopes[torch.tensor(list(heads)) - (0 if from_0 else 1)]
@@ -557,6 +558,7 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
     ("alibi_bias", P(alibi_bias, sign=1), "sign is flipped"),
     ("alibi_bias", P(alibi_bias, naive=True), "only for h a power of two"),
     ("alibi_bias", P(alibi_bias, reverse=True), "reverse order"),
+    ("alibi_bias", P(alibi_bias, from_1=True), "the slopes start at 1 = 2⁰, one step early"),
     ("alibi_bias", P(alibi_bias, other_half=True), "at head g = 5, query i = 0, key j = 1: expected -0.5, "
      "got -0.25 — the extra heads repeat slopes the first h' heads already have"),
     ("alibi_bias", P(alibi_bias, fill="arithmetic"), "case n=5, h=6 (h not a power of two): at head g = 5, "
@@ -586,6 +588,7 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
     ("skew", P(skew, pad=(0, 1)), "every entry is shifted by one: it holds offset δ + 1"),  # start 1 late
     ("skew", P(skew, keep_last=True), "the last n_k columns were kept"),
     ("skew", P(skew, start=1), "the padded memory was read from entry 1"),
+    ("skew", lambda r, n_k=None: skew(r, n_k, start=r.shape[-2] - 1), "read from entry n_q − 1"),
     ("skew", P(skew_by_gather, sign=-1), "the offset's sign is flipped (i − j, query minus key)"),
     ("skew", P(skew, keep_first=True), "the first n_q numbers of the padded memory were kept"),
     ("skew", lambda r: r, "unskewed"),

@@ -306,6 +306,10 @@ EXERCISES = {
                 _alibi_mistake(lambda n, h: _alibi_from(_filled(h, first=1), n)),
             "the gaps were filled from the flat end; the extra heads start at the steep end, √m_1 first":
                 _alibi_mistake(lambda n, h: _alibi_from(_filled(h, flat_end=True), n)),
+            "the slopes start at 1 = 2⁰, one step early: head g = 1 has the first slope below 1, "
+            "2^(−8/h) for h a power of two":
+                _alibi_mistake(lambda n, h: _alibi_from(torch.cat([_alibi_slopes(h).new_ones(1),
+                                                                   _alibi_slopes(h)[:-1]]), n)),
             "the heads are in reverse order: head g = 1 is the steepest":
                 _alibi_mistake(lambda n, h: _alibi_bias(n, h).flip(0)),
             "this is the causal bias, −∞ for keys after the query; the exercise asks for both "
@@ -362,6 +366,9 @@ EXERCISES = {
                 lambda r, n_k=None: _gathered(r, _columns(*r.shape[-2:], n_k, reverse=True)),
             "the padded memory was read from entry 1, not from where the first query's row begins":
                 lambda r, n_k=None: _pad_skew(r, n_k, drop=1),
+            "the padded memory was read from entry n_q − 1, one before the first query's row: skip n_q "
+            "numbers":
+                lambda r, n_k=None: _pad_skew(r, n_k, drop=r.shape[-2] - 1),
             "the last n_k columns were kept; after the skew, key j is column j: keep the first n_k":
                 lambda r, n_k=None: None if n_k is None else _pad_skew(r)[..., r.shape[-1] - n_k:],
             "the offset's sign is flipped (i − j, query minus key); the columns hold δ = j − i, key minus "
