@@ -85,6 +85,11 @@ def deeper_part_errors(notebook):
                 open_level = found[0]
         elif open_level is not None and not is_deeper:
             errors.append(f"cell {index}: inside a deeper part but not tagged deeper: {cell.source[:60]!r}")
+        if is_deeper and cell.cell_type == "markdown":  # a heading within a folded cell is folded with it
+            inner = [line for line in cell.source.strip().splitlines()[1:] if HEADING.match(line)]
+            if inner:
+                errors.append(f"cell {index}: a deeper cell hides the heading {inner[0]!r}: start a new cell "
+                              "(+++) before it")
     return errors
 
 
@@ -122,6 +127,9 @@ def test_the_counters_count_what_they_say():
     assert deeper_part_errors(notebook)[0].startswith("cell 1: inside a deeper part but not tagged")
     plain.metadata["tags"] = ["deeper"]
     assert deeper_part_errors(notebook) == [] and measure(notebook)["deeper parts"] == ["Deeper: kernels"]
+    plain.source = "Hints.\n\n## References"  # the main line's next heading, folded inside the part
+    assert deeper_part_errors(notebook) == [
+        "cell 1: a deeper cell hides the heading '## References': start a new cell (+++) before it"]
 
 
 if __name__ == "__main__":
