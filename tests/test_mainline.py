@@ -3,7 +3,8 @@
 Main line: every cell not tagged `deeper` or `answer`. Per section (measured on the executed notebook):
 at most MAX_WORDS words of prose, at most MAX_CODE_LINES visible lines of code, at least MIN_FIGURES
 figures. Words are counted in markdown cells with displayed math removed and each inline formula
-counted as one word; visible code is the non-blank lines of code cells whose input is not folded
+counted as one word, except the reference list (the cell headed `## References`: a lecture does not
+read it out); visible code is the non-blank lines of code cells whose input is not folded
 (`jupyter.source_hidden`); a figure is a code cell whose output holds an image, or an image in markdown.
 
 Deeper parts: a markdown cell tagged `deeper` that starts with a heading `Deeper: ...`, stored
@@ -56,7 +57,8 @@ def measure(notebook):
     """Main-line words, visible code lines, figures, and the deeper parts' headings."""
     main = [cell for cell in notebook.cells if not tags(cell) & {"deeper", "answer"}]
     return {
-        "words": sum(words(cell.source) for cell in main if cell.cell_type == "markdown"),
+        "words": sum(words(cell.source) for cell in main if cell.cell_type == "markdown"
+                     and heading(cell) != (2, "References")),
         "code lines": sum(len([line for line in cell.source.splitlines() if line.strip()])
                           for cell in main if cell.cell_type == "code"
                           and not cell.metadata.get("jupyter", {}).get("source_hidden")),
@@ -127,6 +129,9 @@ def test_the_counters_count_what_they_say():
     assert deeper_part_errors(notebook)[0].startswith("cell 1: inside a deeper part but not tagged")
     plain.metadata["tags"] = ["deeper"]
     assert deeper_part_errors(notebook) == [] and measure(notebook)["deeper parts"] == ["Deeper: kernels"]
+    references = nbformat.v4.new_markdown_cell("## References\n\n* Vaswani et al. (2017), *Attention*.")
+    lecture = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("Text."), references])
+    assert measure(lecture)["words"] == 1  # the reference list is not read out
     plain.source = "Hints.\n\n## References"  # the main line's next heading, folded inside the part
     assert deeper_part_errors(notebook) == [
         "cell 1: a deeper cell hides the heading '## References': start a new cell (+++) before it"]
