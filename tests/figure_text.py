@@ -15,7 +15,7 @@ cell, a legend's frame, the axes).
 import matplotlib.text
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
-from website import COLUMN_PX, FOLD_COLUMN_PX
+from website import COLUMN_PX, column_px
 
 MIN_PT = 9.0          # the smallest text the page may show, in CSS points (1 pt = 96/72 CSS pixels)
 MIN_CONTRAST = 4.5    # WCAG 1.4.3 AA for text under 18 pt
@@ -94,7 +94,7 @@ def problems(fig, css_width, css_per_inch=None, folded=False):
         y0, y1 = max(int(height - box.y1), 0), min(int(np.ceil(height - box.y0)), height)
         if x1 - x0 < 1 or y1 - y0 < 1:
             continue  # outside the figure: not on the page
-        size = shown_pt(text, fig, css_width, css_per_inch, FOLD_COLUMN_PX if folded else COLUMN_PX)
+        size = shown_pt(text, fig, css_width, css_per_inch, column_px(folded))
         if size < MIN_PT - 1e-6:
             found.append(f"{label!r}: {size:.1f} pt on the page (at least {MIN_PT:g})")
         colour = np.array(matplotlib.colors.to_rgba(text.get_color()))

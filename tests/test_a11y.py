@@ -16,7 +16,7 @@ Screenshots of one section in each scheme: test-artifacts/a11y-<scheme>.png.
 import pytest
 from axe import axe_violations, describe
 from figure_text import DARK_CARD, shown_in_dark
-from website import COLUMN_PX, FOLD_COLUMN_PX, PAGES, SCHEMES, SECTIONS, Page, artifact_name
+from website import PAGES, SCHEMES, SECTIONS, Page, artifact_name, column_px
 
 # Exceptions: (axe rule, CSS selector, why it cannot be fixed). None are needed today.
 ALLOWED = []
@@ -181,8 +181,7 @@ def test_figures_are_readable_in_both_schemes(site, browser, scheme):
         figures = page.evaluate(FIGURES)
         assert figures, "no figure on the page"
         for figure in figures:
-            column = FOLD_COLUMN_PX if figure["folded"] else COLUMN_PX  # as tests/figure_text.py assumes
-            assert figure["shown"] >= min(figure["width"], column) - 1, figure
+            assert figure["shown"] >= min(figure["width"], column_px(figure["folded"])) - 1, figure
         first = page.locator("main .cell_output img").first
         first.scroll_into_view_if_needed()
         pixels = np.asarray(Image.open(io.BytesIO(first.screenshot())).convert("RGB"), dtype=float)

@@ -23,6 +23,11 @@ COLUMN_PX = 672
 FOLD_COLUMN_PX = 655
 
 
+def column_px(folded):
+    """The width a figure may take on the page: the fold's for one inside a fold, else the page's."""
+    return FOLD_COLUMN_PX if folded else COLUMN_PX
+
+
 def stale():
     """Whether the built site is missing or older than anything it is made from."""
     index = HTML / "index.html"
