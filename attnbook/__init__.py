@@ -29,8 +29,7 @@ __all__ = ["DeviceChoiceError", "LiveFigure", "NewStorage", "NoGPUError", "check
 
 def setup():
     """One call at the top of every notebook: reproducible PNG figures, a fixed seed, the device, and
-    CUDA settings that compute what the CPU computes (no TF32,
-    deterministic algorithms).
+    CUDA settings that compute what the CPU computes (no TF32, deterministic algorithms).
 
     The device becomes torch's default (`place_tensors_on`): the chapters make tensors and layers with
     no `device=` and no `.to(device)`, and they land on it. On CUDA, random numbers given no device

@@ -95,7 +95,7 @@ def causal_mask(n, window=None, chunk=None, documents=None, diagonal=0, transpos
 
 
 def attention(q, k, v, mask=None, sinks=None, scale=lambda q, v: math.sqrt(q.shape[-1]), dim=-1, tiled=False,
-              sink_scaled=False, sink_added=False, renormalised=False, sink_after=False):
+              sink_scaled=False, sink_added=False, renormalised=False, sink_after=False, sink_first=False):
     group = q.shape[-3] // k.shape[-3]  # query heads per key/value head (dim −3)
     if tiled:  # heads (0, 1, 0, 1) where (0, 0, 1, 1) is asked
         k, v = (x.repeat(*[1] * (x.dim() - 3), group, 1, 1) for x in (k, v))
@@ -111,14 +111,17 @@ def attention(q, k, v, mask=None, sinks=None, scale=lambda q, v: math.sqrt(q.sha
         return torch.softmax(scores + sinks, dim=dim) @ v
     if sink_after:  # the mistake: the keys' softmax, then the sink's share taken off (NaN on a masked row)
         return torch.softmax(scores, dim=-1) * (1 - torch.sigmoid(sinks - scores.logsumexp(-1, True))) @ v
-    weights = torch.cat([scores, sinks.expand(*scores.shape[:-1], 1)], -1).softmax(-1)[..., :-1]
+    column = sinks.expand(*scores.shape[:-1], 1)
+    if sink_first:  # the mistake: the sink's column in front, and the last column dropped
+        return torch.cat([column, scores], -1).softmax(-1)[..., :-1] @ v
+    weights = torch.cat([scores, column], -1).softmax(-1)[..., :-1]
     if renormalised:  # the mistake: the sink's weight handed back to the keys
         weights = weights / weights.sum(-1, keepdim=True)
     return weights @ v
 
 
 def attention_flops(n, d, cached=0, window=None, projections=4, per_multiply_add=2, cache_scored=True,
-                    products=2, cache_queries=False, wider=0, full_windows=False, dense=False):
+                    products=2, cache_queries=False, wider=0, full_windows=False, dense=False, own=True):
     keys = n + cached if cache_scored else n
     queries = n + cached if cache_queries else n  # cache_queries: the cached positions score again
     pairs = queries * keys
@@ -126,7 +129,8 @@ def attention_flops(n, d, cached=0, window=None, projections=4, per_multiply_add
         pairs = n * (min(cached, window - 1) + n)
     elif window is not None:  # the query at position p scores keys p - w + 1 .. p that exist
         w = window + wider
-        pairs = n * w if full_windows else sum(min(p + 1, w) for p in range(cached, cached + n))
+        up_to = 1 if own else 0  # own=False: the query's own key left out (the mistake)
+        pairs = n * w if full_windows else sum(min(p + up_to, w) for p in range(cached, cached + n))
     return per_multiply_add * (projections * n * d * d + products * pairs * d)
 
 
@@ -449,6 +453,8 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
     ("attention", P(attention, sink_added=True), "the sinks change nothing: ignored, added to every score"),
     ("attention", P(attention, renormalised=True), "weight handed back to the keys"),
     ("attention", P(attention, sink_after=True), "a row with every key masked gives NaN"),
+    ("attention", P(attention, sink_first=True), "the sink's column was put in front of the keys, and the "
+     "last column dropped"),
     ("attention", lambda q, k, v, mask=None: attention(q, k, v, mask), "sinks=s: one more logit s_g per "
      "query head g in each row's softmax"),
     ("attention", P(attention, tiled=True), "case q (2, 4, 3, 8), h_kv=2, n_k=5, d_v=6, sinks 4 logits, no "
@@ -481,6 +487,10 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
      "is ignored"),
     ("attention_flops", lambda n, d, cached=0: attention_flops(n, d, cached), "window=w must work too"),
     ("attention_flops", P(attention_flops, wider=1), "this window holds w + 1 keys"),
+    ("attention_flops", P(attention_flops, wider=-1), "this window holds w − 1 keys"),
+    ("attention_flops", P(attention_flops, own=False), "the query's own key was left out of its window"),
+    ("attention_flops", lambda n, d, cached=0, window=None: attention_flops(n, d, cached, window)
+     + 8 * cached * d * d, "the cached tokens went through all four projections again"),
     ("attention_flops", P(attention_flops, full_windows=True), "case n=6, d=8, cached=2, window=4: expected "
      "3,808, got 3,840 — every query scored w keys"),
     ("attention_flops", P(attention_flops, dense=True), "the window only shortened the cache and the new "
@@ -592,6 +602,10 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
     ("skew", P(skew_by_gather, sign=-1), "the offset's sign is flipped (i − j, query minus key)"),
     ("skew", P(skew, keep_first=True), "the first n_q numbers of the padded memory were kept"),
     ("skew", lambda r: r, "unskewed"),
+    ("skew", lambda r, n_k=None: F.pad(r, (1, 0)).flatten(-2)[..., r.shape[-2]:][..., :r.numel()]
+     .reshape(r.shape[-2:])[..., :n_k], "case rel_logits (2, 3, 5, 5) (n_q = n_k): your function raises "
+     "RuntimeError: shape '[5, 5]' is invalid for input of size 150 — rel_logits has leading axes here: "
+     "pad, flatten and reshape only its last two"),
     ("skew", skew_from_position_0, "case rel_logits (2, 7) (n_q < n_k): at query t = 0, key j = 0: expected"),
     ("skew", skew_from_position_0, "the queries were put at positions 0..n_q − 1"),
     ("skew", skew_square_only, "n_q < n_k: query t sits at position n_k − n_q + t, not t"),
@@ -607,8 +621,9 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
     ("ntk_frequencies", P(ntk_frequencies, pair_exponent=1), "the exponent is ℓ/d; it is 2ℓ/d"),
     ("ntk_frequencies", P(ntk_frequencies, refuse_2=False),
      "d = 2 is refused: raise a ValueError that says d >= 4"),
-    ("ntk_frequencies", P(ntk_frequencies, says_half=False), "case d=8, base=10000, factors of 3 (not d/2 = "
-     "4), n_train=16: your ValueError says 'one per pair = 4 factors, got 3', which does not say"),
+    ("ntk_frequencies", P(ntk_frequencies, says_half=False), "case d=8, base=10000, factors of 3 (not d/2 "
+     "= 4), n_train=16, seq_len=32: your ValueError says 'one per pair = 4 factors, got 3', which does not "
+     "say"),
     ("ntk_frequencies", P(ntk_frequencies, at_n_train=True), "case d=8, base=10000, factors=([1, 1, 1.5, 2], "
      "[1, 2, 4, 8]), n_train=16, seq_len=16: at pair ℓ = 1: expected 0.1, got 0.05 — the long list was used "
      "at seq_len = n_train"),
@@ -922,7 +937,7 @@ def chapter_rope(x, positions):
 
 
 def chapter_attend(Q, K, V, mask=None):
-    """Section 1's MaskedSelfAttentionHead.attend (MultiHeadSelfAttention calls it), without the weights:
+    """Section 1's attend (its heads and MultiHeadSelfAttention call it), without the weights:
     every head its own keys and values."""
     scores = Q @ K.transpose(-1, -2) / math.sqrt(K.shape[-1])
     if mask is not None:

@@ -257,7 +257,8 @@ def _attention_as(q, k, v, mask=None, divide_by=None, dim=-1, keep=True, heads="
     """Written-out attention with the scaling, softmax axis, mask meaning and head grouping chosen (for
     mistakes). sinks (h,): one more logit per query head in each row's softmax, whose weight is dropped
     (gpt-oss); sink="scaled": the mistake of dividing it by √d_h too; sink="after": the keys' softmax scaled
-    by the share the sink leaves them, right except on a fully masked row (NaN)."""
+    by the share the sink leaves them, right except on a fully masked row (NaN); sink="first": the sink's
+    column put in front of the keys and the last column dropped (key j gets key j − 1's weight)."""
     k, v = _grouped(k, v, q, heads)
     scale = math.sqrt(q.shape[-1]) if divide_by is None else divide_by(q, v)
     scores = q @ k.transpose(-1, -2) / scale
@@ -268,8 +269,9 @@ def _attention_as(q, k, v, mask=None, divide_by=None, dim=-1, keep=True, heads="
     column = (sinks / scale if sink == "scaled" else sinks)[:, None, None].expand(*scores.shape[:-1], 1)
     if sink == "after":  # the keys' softmax, scaled by the share the sink leaves: NaN where all are masked
         return scores.softmax(-1) * torch.sigmoid(scores.logsumexp(-1, keepdim=True) - column) @ v
-    weights = torch.cat([scores, column], -1).softmax(-1)[..., :-1]
-    return weights @ v
+    if sink == "first":  # the sink's column put in front, and the last column dropped
+        return torch.cat([column, scores], -1).softmax(-1)[..., :-1] @ v
+    return torch.cat([scores, column], -1).softmax(-1)[..., :-1] @ v
 
 
 def _attention_mistake(**how):
@@ -418,6 +420,10 @@ EXERCISES = {
                 _attention_mistake(heads="first"),
             "the sink logit was divided by √d_h with the scores; it joins the scaled scores as it is":
                 _attention_mistake(sink="scaled"),
+            "the sink's column was put in front of the keys, and the last column dropped: the weights slid "
+            "one key along (the sink's share went to key 0, the last key's was lost); drop the sink's own "
+            "column":
+                _attention_mistake(sink="first"),
             "a row with every key masked gives NaN (the keys' softmax taken first, then scaled by the sink's "
             "share): the sink's logit joins the row before the softmax, so that row gives zeros":
                 _attention_mistake(sink="after"),

@@ -9,8 +9,9 @@
   counted 1 (half); three projections; projections forgotten and multiply-add counted 1 (2n²d); only
   the causal pairs counted where the dense product is asked (p + 1 keys for the query at position p);
   QKᵀ alone in the core; the cached keys left out of the scores; an (m + n)² core; the cache projected
-  again; the whole sequence recomputed; and with a window: the window ignored; w + 1 keys; w keys for
-  every query (the first positions have fewer); the window cutting only the cache, the new queries
+  again (its keys and values, or all four projections); the whole sequence recomputed; and with a
+  window: the window ignored; w + 1 keys; the query's own key left out (min(p, w)); w − 1 keys; w keys
+  for every query (the first positions have fewer); the window cutting only the cache, the new queries
   scored densely.
 """
 import torch
@@ -111,6 +112,10 @@ EXERCISES = {
             "new tokens go through W_q, W_k, W_v and W_o":
                 lambda n, d, cached=0, window=None: _counted(n, d, cached, window,
                                                              projected=4 * n + 2 * cached),
+            "the cached tokens went through all four projections again (W_q and W_o too); the cache keeps "
+            "their keys and values projected, so only the n new tokens are projected":
+                lambda n, d, cached=0, window=None: _counted(n, d, cached, window,
+                                                             projected=4 * (n + cached)),
             "this recomputes the whole sequence of m + n tokens; with a cache only the n new tokens are "
             "projected and only their n queries score":
                 lambda n, d, cached=0, window=None: _counted(n + cached, d),
@@ -118,6 +123,11 @@ EXERCISES = {
                 lambda n, d, cached=0, window=None: _counted(n, d, cached),
             "this window holds w + 1 keys; the query's own key and the w − 1 before it make w":
                 _windowed(lambda n, m, w: sum(min(m + t + 1, w + 1) for t in range(n))),
+            "the query's own key was left out of its window: the query at position p < w − 1 scores p + 1 "
+            "keys, itself among them":
+                _windowed(lambda n, m, w: sum(min(m + t, w) for t in range(n))),
+            "this window holds w − 1 keys; the query's own key and the w − 1 before it make w":
+                _windowed(lambda n, m, w: sum(min(m + t + 1, w - 1) for t in range(n))),
             "every query scored w keys; the query at position p < w − 1 has only p + 1 keys in its window":
                 _windowed(lambda n, m, w: n * w),
             "the window only shortened the cache and the new queries scored densely; a windowed kernel "

@@ -69,6 +69,13 @@ def _filled(h, mean=lambda a, b: (a * b).sqrt(), first=0, flat_end=False):
     return torch.cat([_geometric(power), (means.flip(0) if flat_end else means)[first:first + h - power]])
 
 
+def _from_slope(slopes, first):
+    """The h slopes read one place off (for the mistakes): from m_0 = 1 (first=0, the ladder's start) or
+    from m_2 (first=2, head g given m_(g+1), the last repeated)."""
+    ladder = torch.cat([slopes.new_ones(1), slopes, slopes[-1:]])
+    return ladder[first:first + len(slopes)]
+
+
 def _alibi_from(slopes, n, distance=lambda i, j: -(i - j).abs()):
     i, j = torch.arange(n)[:, None], torch.arange(n)
     return slopes[:, None, None] * distance(i, j).float()
@@ -262,16 +269,26 @@ def _skew_cases(g):
     for shape in shapes:
         n_q, n_k = shape[-2:]
         what = " (n_q = n_k = 1)" if n_k == 1 else " (n_q = n_k)" if n_q == n_k else " (n_q < n_k)"
-        cases.append(Case(f"rel_logits {shape}{what}", (randn(g, *shape),), note=(
-            "n_q < n_k: query t sits at position n_k − n_q + t, not t, and the padded memory, n_q rows of "
-            "n_k + 1, no longer splits into n_k + 1 rows of n_k" if n_q < n_k else "")))
+        note = ("n_q < n_k: query t sits at position n_k − n_q + t, not t, and the padded memory, n_q rows "
+                "of n_k + 1, no longer splits into n_k + 1 rows of n_k" if n_q < n_k else "")
+        cases.append(Case(f"rel_logits {shape}{what}", (randn(g, *shape),), note=_with_batch(note, shape)))
     for *lead, n_q, n_k in [(4, 4), (2, 3, 5), (1, 1), (3, 6), (2, 1, 4, 4), (1, 5), (2, 2, 3, 7)]:
         what = " (n_q = n_k)" if n_q == n_k else " (n_q < n_k)"
         cases.append(Case(f"rel_logits {(*lead, n_q, n_k + n_q - 1)}, n_k={n_k}, both directions{what}",
-                          (randn(g, *lead, n_q, n_k + n_q - 1),), {"n_k": n_k}, note=(
+                          (randn(g, *lead, n_q, n_k + n_q - 1),), {"n_k": n_k}, note=_with_batch(
                               f"with n_k given, rel_logits has n_k + n_q − 1 = {n_k + n_q - 1} columns, "
-                              f"offsets −(n_k − 1)..n_q − 1, and query t sits at position n_k − n_q + t")))
+                              f"offsets −(n_k − 1)..n_q − 1, and query t sits at position n_k − n_q + t",
+                              (*lead, n_q, n_k))))
     return cases
+
+
+def _with_batch(note, shape):
+    """A case's note, and for rel_logits with leading (batch, head) axes the edge those bring."""
+    if len(shape) <= 2:
+        return note
+    batch = ("rel_logits has leading axes here: pad, flatten and reshape only its last two, and keep the "
+             "leading ones as they are")
+    return f"{note}; {batch}" if note else batch
 
 
 def _query_and_key(case, at):
@@ -289,8 +306,8 @@ EXERCISES = {
             "among all h heads":
                 lambda n, h, heads=None: _alibi_bias(n, len(heads)) if heads is not None else None,
             "the head numbers were read as indices from 0: head g got m_(g+1); heads are numbered 1..h":
-                lambda n, h, heads=None: _alibi_from(torch.cat([_alibi_slopes(h), _alibi_slopes(h)[-1:]]), n)[
-                    torch.tensor(list(heads))] if heads is not None else None,
+                lambda n, h, heads=None: _alibi_from(_from_slope(_alibi_slopes(h), 2), n)[
+                    torch.tensor(list(heads)) - 1] if heads is not None else None,
             "the sign is flipped: the bias is −m·|i − j|, a penalty":
                 _alibi_mistake(lambda n, h: -_alibi_bias(n, h)),
             "these slopes 2^(−8g/h) hold only for h a power of two; for other h the first h' heads keep "
@@ -308,8 +325,7 @@ EXERCISES = {
                 _alibi_mistake(lambda n, h: _alibi_from(_filled(h, flat_end=True), n)),
             "the slopes start at 1 = 2⁰, one step early: head g = 1 has the first slope below 1, "
             "2^(−8/h) for h a power of two":
-                _alibi_mistake(lambda n, h: _alibi_from(torch.cat([_alibi_slopes(h).new_ones(1),
-                                                                   _alibi_slopes(h)[:-1]]), n)),
+                _alibi_mistake(lambda n, h: _alibi_from(_from_slope(_alibi_slopes(h), 0), n)),
             "the heads are in reverse order: head g = 1 is the steepest":
                 _alibi_mistake(lambda n, h: _alibi_bias(n, h).flip(0)),
             "this is the causal bias, −∞ for keys after the query; the exercise asks for both "

@@ -59,21 +59,19 @@ def _ntk_cases(g):
                        note="factors=(short, long) must work too: LongRoPE divides ω_ℓ by the short "
                             "list's κ_ℓ up to n_train tokens, by the long list's past it")
                   for n in lengths]
+    both = "both lists must hold d/2 factors, the one this input does not use too"
     return cases + [
         Case("d=2, base=10000, scale=4 (one pair)", (2, 10000, 4), raises=ValueError,
              says=r"d\s*(>=|≥)\s*4", note="d = 2 is refused: raise a ValueError that says d >= 4"),
-        Case("d=8, base=10000, factors of 3 (not d/2 = 4), n_train=16", (8, 10000),
-             {"factors": ([1.0] * 3, [2.0] * 3), "n_train": 16, "seq_len": 32}, raises=ValueError,
-             says=r"d\s*/\s*2", note="a list without one factor per pair is refused: raise a ValueError "
-                                     "that says d/2"),
-        Case("d=8, base=10000, a short list of 4, a long list of 3 (not d/2 = 4), n_train=16, seq_len=8",
-             (8, 10000), {"factors": ([1.0] * 4, [2.0] * 3), "n_train": 16, "seq_len": 8}, raises=ValueError,
-             says=r"d\s*/\s*2", note="both lists must hold d/2 factors, the one this input does not use too: "
-                                     "raise a ValueError that says d/2"),
-        Case("d=8, base=10000, a short list of 3 (not d/2 = 4), a long list of 4, n_train=16, seq_len=32",
-             (8, 10000), {"factors": ([1.0] * 3, [2.0] * 4), "n_train": 16, "seq_len": 32}, raises=ValueError,
-             says=r"d\s*/\s*2", note="both lists must hold d/2 factors, the one this input does not use too: "
-                                     "raise a ValueError that says d/2"),
+    ] + [
+        Case(f"d=8, base=10000, {lists} (not d/2 = 4), n_train=16, seq_len={n}", (8, 10000),
+             {"factors": ([1.0] * short, [2.0] * long), "n_train": 16, "seq_len": n}, raises=ValueError,
+             says=r"d\s*/\s*2", note=f"{which}: raise a ValueError that says d/2")
+        for short, long, n, lists, which in [
+            (3, 3, 32, "factors of 3", "a list without one factor per pair is refused"),
+            (4, 3, 8, "a short list of 4, a long list of 3", both),
+            (3, 4, 32, "a short list of 3, a long list of 4", both)]
+    ] + [
         Case("d=8, base=10000, scale=4 and factors (both), n_train=16", (8, 10000, 4),
              {"factors": hand, "n_train": 16, "seq_len": 32}, raises=ValueError,
              note="scale and factors together are refused: raise a ValueError (exactly one of the two)"),
