@@ -95,7 +95,8 @@ def causal_mask(n, window=None, chunk=None, documents=None, diagonal=0, transpos
 
 
 def attention(q, k, v, mask=None, sinks=None, scale=lambda q, v: math.sqrt(q.shape[-1]), dim=-1, tiled=False,
-              sink_scaled=False, sink_added=False, renormalised=False, sink_after=False, sink_first=False):
+              sink_scaled=False, sink_added=False, renormalised=False, sink_after=False, sink_first=False,
+              sink_kept=False):
     group = q.shape[-3] // k.shape[-3]  # query heads per key/value head (dim −3)
     if tiled:  # heads (0, 1, 0, 1) where (0, 0, 1, 1) is asked
         k, v = (x.repeat(*[1] * (x.dim() - 3), group, 1, 1) for x in (k, v))
@@ -114,7 +115,10 @@ def attention(q, k, v, mask=None, sinks=None, scale=lambda q, v: math.sqrt(q.sha
     column = sinks.expand(*scores.shape[:-1], 1)
     if sink_first:  # the mistake: the sink's column in front, and the last column dropped
         return torch.cat([column, scores], -1).softmax(-1)[..., :-1] @ v
-    weights = torch.cat([scores, column], -1).softmax(-1)[..., :-1]
+    weights = torch.cat([scores, column], -1).softmax(-1)
+    if sink_kept:  # the mistake: the sink's column left in, so the weights have one column more than V rows
+        return weights @ v
+    weights = weights[..., :-1]
     if renormalised:  # the mistake: the sink's weight handed back to the keys
         weights = weights / weights.sum(-1, keepdim=True)
     return weights @ v
@@ -172,7 +176,8 @@ def per_column_frequency(n, d):
 
 def rope(x, positions, grid=False, interleaved=False, ignore_positions=False, direction=1, pair=2,
          odd_refused=True, head_axis=True, angles_in=None, float32_out=False, whole=False, neighbours=False,
-         grid_by=(0, 1), grid_split="pairs", grid_width=2, quarter_refused=True, refusal=None):
+         grid_by=(0, 1), grid_split="pairs", grid_width=2, quarter_refused=True, refusal=None,
+         alternate=False):
     d = x.shape[-1]
     if whole:  # positions cut to whole numbers, as a cos/sin table read at each position would need
         positions = positions.long()
@@ -193,6 +198,9 @@ def rope(x, positions, grid=False, interleaved=False, ignore_positions=False, di
         upper = {2: half, 1: omega[d // 4:], "quarter": omega[:d // 4]}[grid_width]  # 1, quarter: mistakes
         rows, cols = (positions[..., i, None].to(angle_dtype) for i in grid_by)
         theta = torch.cat([rows * (half if grid_width == 2 else omega[:d // 4]), cols * upper], -1)
+        if alternate:  # the mistake: row and column take turns, pair by pair
+            pair = torch.arange(d // 2, device=x.device)
+            theta = torch.where(pair % 2 == 0, rows, cols) * half[pair // 2]
         positions = positions[..., 0]
     else:
         theta = direction * positions[..., None].to(angle_dtype) * omega.to(angle_dtype)
@@ -248,7 +256,7 @@ def filled_slopes(h, fill):  # the extra heads' slopes from a mistaken fill of t
 
 
 def alibi_bias(n, h, heads=None, sign=-1, naive=False, reverse=False, other_half=False, causal=False,
-               shard_model=False, from_0=False, fill=None, from_1=False):
+               shard_model=False, from_0=False, fill=None, from_1=False, j_minus_i=False):
     if heads is not None and shard_model:  # the mistake: the slopes of a model of len(heads) heads
         h, heads = len(heads), None
     slopes = [2 ** (-8 * (g + 1) / h) for g in range(h)] if naive else press_slopes(h)
@@ -259,12 +267,14 @@ def alibi_bias(n, h, heads=None, sign=-1, naive=False, reverse=False, other_half
     if heads is not None:  # head g is row g − 1 (from_0: row g, the mistake)
         slopes = slopes[torch.tensor(list(heads)) - (0 if from_0 else 1)]
     i = torch.arange(n)
-    bias = sign * slopes[:, None, None] * (i[:, None] - i[None, :]).abs()
+    distance = i[None, :] - i[:, None] if j_minus_i else (i[:, None] - i[None, :]).abs()  # j − i: a mistake
+    bias = sign * slopes[:, None, None] * distance
     return bias.masked_fill(i[None, :] > i[:, None], -math.inf) if causal else bias
 
 
 def t5_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128, flip_sign=False,
-              one_sided_abs=False, rounded=False, a0_quarter=False, queries_first=False, logs_apart=False):
+              one_sided_abs=False, rounded=False, a0_quarter=False, queries_first=False, logs_apart=False,
+              zero_after=False):
     if isinstance(relative_position, tuple):  # the last n_q of n_k positions (queries_first: at 0..n_q − 1)
         n_q, n_k = relative_position
         relative_position = torch.arange(n_k)[None] - (torch.arange(n_q)[:, None] + (0 if queries_first else
@@ -274,7 +284,7 @@ def t5_bucket(relative_position, bidirectional=True, num_buckets=32, max_distanc
     buckets = 0
     if bidirectional:
         num_buckets //= 2
-        buckets = (relative_position > 0).long() * num_buckets
+        buckets = (relative_position >= 0 if zero_after else relative_position > 0).long() * num_buckets
         distance = relative_position.abs()
     elif one_sided_abs:  # the decoder's distance from |δ|: the future is not sent to bucket 0
         distance = relative_position.abs()
@@ -373,13 +383,13 @@ def ntk_frequencies(d, base, scale=None, factors=None, n_train=None, seq_len=Non
     return (base ** (-pair_exponent * torch.arange(d // 2, dtype=torch.float64) / d)).to(dtype)
 
 
-def position_ids(attention_mask, start=0, ignore_padding=False, from_right=False):
+def position_ids(attention_mask, start=0, ignore_padding=False, from_right=False, dim=-1):
     if ignore_padding:
         columns = torch.arange(attention_mask.shape[1], device=attention_mask.device)
         return columns.expand(attention_mask.shape)
     if from_right:
         return attention_mask.flip(-1).cumsum(-1).flip(-1) - 1
-    return attention_mask.cumsum(-1) - 1 + start
+    return attention_mask.cumsum(dim) - 1 + start  # dim=0: down the batch, the mistake
 
 
 ANSWERS = (masked_softmax, causal_mask, attention, attention_flops, sinusoidal_encoding, rope, alibi_bias,
@@ -453,6 +463,11 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
     ("attention", P(attention, sink_added=True), "the sinks change nothing: ignored, added to every score"),
     ("attention", P(attention, renormalised=True), "weight handed back to the keys"),
     ("attention", P(attention, sink_after=True), "a row with every key masked gives NaN"),
+    ("attention", P(attention, sink_kept=True), "your function raises RuntimeError"),
+    ("attention", P(attention, sink_kept=True), "weight going nowhere (drop its column before V)"),
+    ("attention", lambda q, k, v, mask=None, sinks=None: attention(
+        q, k, v, mask, None if sinks is None else sinks[0].expand(sinks.shape)), "every query head got the "
+     "first sink, s_1"),
     ("attention", P(attention, sink_first=True), "the sink's column was put in front of the keys, and the "
      "last column dropped"),
     ("attention", lambda q, k, v, mask=None: attention(q, k, v, mask), "sinks=s: one more logit s_g per "
@@ -555,6 +570,7 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
      "x[..., d_h/2:]) got its own RoPE; the exercise splits the pairs"),
     ("rope", P(rope, grid_width=1), "the pairs kept the width-d_h frequencies"),
     ("rope", P(rope, grid_width="quarter"), "the grid was built from full-width frequencies"),
+    ("rope", P(rope, alternate=True), "the pairs alternate between the row and the column"),
     ("rope", P(rope, refusal="nope"), "your ValueError says 'nope', which does not say what the contract"),
     ("rope", lambda x, positions: rope(x, positions), "grid=True must work too: positions (..., n, 2)"),
     ("rope", P(rope, quarter_refused=False), "d_h = 6 has 3 pairs, which a row half and a column half cannot "
@@ -566,6 +582,8 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
     ("alibi_bias", P(alibi_bias, from_0=True), "head g got m_(g+1); heads are numbered 1..h"),
     ("alibi_bias", lambda n, h: alibi_bias(n, h), "heads=… must work too"),
     ("alibi_bias", P(alibi_bias, sign=1), "sign is flipped"),
+    ("alibi_bias", P(alibi_bias, j_minus_i=True), "there is no absolute value: −m·(j − i) is right only for "
+     "j ≥ i"),
     ("alibi_bias", P(alibi_bias, naive=True), "only for h a power of two"),
     ("alibi_bias", P(alibi_bias, reverse=True), "reverse order"),
     ("alibi_bias", P(alibi_bias, from_1=True), "the slopes start at 1 = 2⁰, one step early"),
@@ -584,6 +602,7 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
         r if isinstance(r, torch.Tensor) else torch.tensor(r), bidirectional, num_buckets, max_distance),
      "relative_position may be a pair (n_q, n_k) too"),
     ("t5_bucket", P(t5_bucket, flip_sign=True), "i − j"),
+    ("t5_bucket", P(t5_bucket, zero_after=True), "δ = 0 went to the side of the keys after the query"),
     ("t5_bucket", lambda r, bidirectional=True, **kw: t5_bucket(r, not bidirectional, **kw), "mixed up"),
     ("t5_bucket", t5_reference, "case relative_position j − i for n=12, defaults: your function calls "
      "transformers' _relative_position_bucket, the reference it is checked against"),
@@ -645,6 +664,7 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
     ("position_ids", P(position_ids, ignore_padding=True), "padding is ignored"),
     ("position_ids", P(position_ids, start=1), "starts at 1"),
     ("position_ids", P(position_ids, from_right=True), "the positions count from the right"),
+    ("position_ids", P(position_ids, dim=0), "the count ran down the batch"),
 ]
 
 

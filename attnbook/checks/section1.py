@@ -290,7 +290,8 @@ def _attention_cases(g):
     padding = torch.tensor([[True] * 4 + [False] * 2, [True] * 6])[:, None, :]
     empty_row = torch.rand(3, 5, generator=g) < 0.5
     empty_row[1], empty_row[[0, 2], 0] = False, True  # query 1 has no key: with sinks, allowed
-    sinks_note = "sinks=s: one more logit s_g per query head g in each row's softmax, weight going nowhere"
+    sinks_note = ("sinks=s: one more logit s_g per query head g in each row's softmax, weight going nowhere "
+                  "(drop its column before V)")
     with_sinks = [((2,), 4, 2, 3, 5, 8, 6, None, "no mask"),
                   ((2,), 8, 2, 4, 6, 16, 4, padding[:, None], "padding mask (b, 1, 1, n_k)"),
                   ((2,), 6, 3, 5, 5, 8, 3, tril(5, 0), "causal mask (n, n)"),
@@ -424,6 +425,9 @@ EXERCISES = {
             "one key along (the sink's share went to key 0, the last key's was lost); drop the sink's own "
             "column":
                 _attention_mistake(sink="first"),
+            "every query head got the first sink, s_1; query head g has its own logit s_g":
+                lambda q, k, v, mask=None, sinks=None: None if sinks is None else _attention_as(
+                    q, k, v, mask, sinks=sinks[:1].expand_as(sinks)),
             "a row with every key masked gives NaN (the keys' softmax taken first, then scaled by the sink's "
             "share): the sink's logit joins the row before the softmax, so that row gives zeros":
                 _attention_mistake(sink="after"),

@@ -57,7 +57,8 @@ def _flops_cases(g):
                                  (6, 8, 2, 4, ""),
                                  (10, 16, 0, 4, " (a prompt longer than the window)"),
                                  (5, 8, 0, 100, " (a window longer than the sequence)"),
-                                 (1, 4096, 8191, 4096, " (the 8192nd token)")]]
+                                 (1, 4096, 8191, 4096, " (the 8192nd token)"),
+                                 (4, 8, 3, 1, " (the query's own key only)"), (5, 8, 0, 2, "")]]
 
 
 def _counted(n, d, m=0, window=None, projected=None, scored=None, queries=None, per_multiply_add=2,
@@ -87,7 +88,7 @@ EXERCISES = {
         "torch.utils.flop_counter.FlopCounterMode's count of the layer's four projections and two matrix "
         "products on the meta device, the cached keys and values concatenated in front; with a window, one "
         "query's window at a time",
-        "n 1..2048, d 1..4096, cached 0..8191, window 3..4096", {
+        "n 1..2048, d 1..4096, cached 0..8191, window 1..4096", {
             "this is 4n²d: the four d×d projections (8nd²) are missing":
                 lambda n, d, cached=0, window=None: _counted(n, d, cached, window, projected=0),
             "this is half: a multiply-add counts 2 FLOPs, as torch.utils.flop_counter counts":

@@ -134,14 +134,16 @@ def _t5_bucket(relative_position, bidirectional=True, num_buckets=32, max_distan
 
 
 def _t5_written_out(relative_position, bidirectional=True, num_buckets=32, max_distance=128,
-                    clamp=True, one_sided_distance=None, rounding=None, one_sided_exact=None):
+                    clamp=True, one_sided_distance=None, rounding=None, one_sided_exact=None,
+                    zero_after=False):
     """T5's bucketing written out (for mistakes): without the clamp at the last bucket, with the
-    one-sided distance computed another way, the log part rounded another way, or another number of
-    exact buckets on the one-sided side."""
+    one-sided distance computed another way, the log part rounded another way, another number of
+    exact buckets on the one-sided side, or δ = 0 on the side of the keys after the query."""
     half, exact, distance, log_part = _t5_geometry(
         relative_position, bidirectional, num_buckets, max_distance,
         one_sided_distance=one_sided_distance, one_sided_exact=one_sided_exact)
-    side = (relative_position > 0).long() * half if bidirectional else 0
+    after = relative_position >= 0 if zero_after else relative_position > 0  # zero_after: the mistake
+    side = after.long() * half if bidirectional else 0
     far = exact + (rounding or torch.floor)(log_part).long()
     return side + torch.where(distance < exact, distance, far.clamp(max=half - 1) if clamp else far)
 
@@ -326,6 +328,8 @@ EXERCISES = {
             "the slopes start at 1 = 2⁰, one step early: head g = 1 has the first slope below 1, "
             "2^(−8/h) for h a power of two":
                 _alibi_mistake(lambda n, h: _alibi_from(_from_slope(_alibi_slopes(h), 0), n)),
+            "there is no absolute value: −m·(j − i) is right only for j ≥ i; the bias is −m·|i − j|":
+                _alibi_mistake(lambda n, h: _alibi_from(_alibi_slopes(h), n, lambda i, j: i - j)),
             "the heads are in reverse order: head g = 1 is the steepest":
                 _alibi_mistake(lambda n, h: _alibi_bias(n, h).flip(0)),
             "this is the causal bias, −∞ for keys after the query; the exercise asks for both "
@@ -361,6 +365,10 @@ EXERCISES = {
             "all B buckets, and a0 is half of them":
                 lambda r, bidirectional=True, **kw: _t5_written_out(_pair(r), bidirectional, **kw,
                                                                     one_sided_exact=lambda b: b // 4),
+            "δ = 0 went to the side of the keys after the query (δ ≥ 0): only δ > 0 takes the second B/2 "
+            "buckets; the query's own key is bucket 0":
+                lambda r, bidirectional=True, **kw: _t5_written_out(_pair(r), bidirectional, **kw,
+                                                                    zero_after=True),
             "distances at or beyond max_distance are not clamped to the last bucket of their side":
                 lambda r, bidirectional=True, **kw: _t5_written_out(_pair(r), bidirectional, **kw,
                                                                     clamp=False)},

@@ -89,11 +89,17 @@ def _from_angles(x, positions, angles, neighbours=False):
 
 
 def _grid_wrong(x, positions, how):
-    """The grid mistakes: the halves of the coordinates each a RoPE of width d_h/2, or the pairs turned by
-    their row or column at the width-d_h frequencies (all of them, or the first d_h/4 in each half)."""
+    """The grid mistakes: the halves of the coordinates each a RoPE of width d_h/2, the pairs turned by
+    their row or column at the width-d_h frequencies (all of them, or the first d_h/4 in each half), or
+    row and column alternating pair by pair."""
     half, rows, cols = x.shape[-1] // 2, positions[..., 0], positions[..., 1]
     if how == "coordinates":
         return torch.cat([_rope(x[..., :half], rows), _rope(x[..., half:], cols)], -1)
+    if how == "alternating":  # pairs alternate row and column: μ for even l, ν for odd l
+        pair = torch.arange(half)
+        angles = torch.where(pair % 2 == 0, rows[..., None], cols[..., None]) * 10000.0 ** (
+            -4 * (pair // 2) / x.shape[-1])
+        return _from_angles(x, rows, angles)
     if how == "first quarter":  # each half at the first d_h/4 of the width-d_h frequencies
         omega = 10000.0 ** (-torch.arange(half // 2) / half)
         return _from_angles(x, rows, torch.cat([rows[..., None] * omega, cols[..., None] * omega], -1))
@@ -237,6 +243,9 @@ EXERCISES = {
             "the pairs kept the width-d_h frequencies 10000^(−2l/d_h); each half is a RoPE of width d_h/2, "
             "so pair l and pair l + d_h/4 share one frequency":
                 lambda x, p, grid: _grid_wrong(x, p, "frequencies"),
+            "the pairs alternate between the row and the column (μ for even l, ν for odd l); the first d_h/4 "
+            "pairs turn by the row μ, the next d_h/4 by the column ν":
+                lambda x, p, grid: _grid_wrong(x, p, "alternating"),
             "the grid was built from full-width frequencies: each half took the first d_h/4 of "
             "10000^(−2l/d_h); a RoPE of width d_h/2 has 10000^(−4l/d_h), every other one of them":
                 lambda x, p, grid: _grid_wrong(x, p, "first quarter")}),
@@ -250,6 +259,8 @@ EXERCISES = {
                 lambda m: m.cumsum(-1),
             "the positions count from the right (the last token got 0); they count from each row's first "
             "real token":
-                lambda m: m.flip(-1).cumsum(-1).flip(-1) - 1},
+                lambda m: m.flip(-1).cumsum(-1).flip(-1) - 1,
+            "the count ran down the batch (over the rows, dim 0); count along each row, over its tokens":
+                lambda m: m.cumsum(0) - 1},
         checked=lambda m: m == 1),
 }
