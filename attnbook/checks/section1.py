@@ -35,8 +35,10 @@
   gpt-oss's learned sink, one more logit s_g per query head in each row's softmax whose weight goes to no
   value (the keys' weights sum to less than 1, and a row with every key masked gives zeros). Mistakes:
   the sinks changing nothing (ignored, added to every score, or their weight handed back to the keys);
-  the sink divided by √d_h; a fully masked row NaN (the keys' softmax first, then scaled by the sink's
-  share); the key/value heads tiled (query heads
+  the sink divided by √d_h; the sink's column put in front of the keys (the weights slide one key along);
+  the first sink s_1 for every query head; the sink's column kept (weights of n_k + 1 against n_k values:
+  the cases' note says to drop it); a fully masked row NaN (the keys' softmax first, then scaled by the
+  sink's share); the key/value heads tiled (query heads
   read 1, 2, …, h_kv, 1, 2, …); the first key/value head for every query head; softmax over the
   queries; no scaling; divided by d_h; divided by √d_v; divided by √n_k or √n_q (the lengths);
   multiplied by √d_h; mask read the other way; mask ignored. Reported by head g = 1..h, query, column.
@@ -269,9 +271,8 @@ def _attention_as(q, k, v, mask=None, divide_by=None, dim=-1, keep=True, heads="
     column = (sinks / scale if sink == "scaled" else sinks)[:, None, None].expand(*scores.shape[:-1], 1)
     if sink == "after":  # the keys' softmax, scaled by the share the sink leaves: NaN where all are masked
         return scores.softmax(-1) * torch.sigmoid(scores.logsumexp(-1, keepdim=True) - column) @ v
-    if sink == "first":  # the sink's column put in front, and the last column dropped
-        return torch.cat([column, scores], -1).softmax(-1)[..., :-1] @ v
-    return torch.cat([scores, column], -1).softmax(-1)[..., :-1] @ v
+    parts = [column, scores] if sink == "first" else [scores, column]  # "first": the sink's column in front
+    return torch.cat(parts, -1).softmax(-1)[..., :-1] @ v  # the last column dropped
 
 
 def _attention_mistake(**how):

@@ -124,7 +124,7 @@ EXERCISES = {
                 lambda n, d, cached=0, window=None: _counted(n, d, cached),
             "this window holds w + 1 keys; the query's own key and the w − 1 before it make w":
                 _windowed(lambda n, m, w: sum(min(m + t + 1, w + 1) for t in range(n))),
-            "the query's own key was left out of its window: the query at position p < w − 1 scores p + 1 "
+            "the query's own key was left out of its window: the query at position p < w scores p + 1 "
             "keys, itself among them":
                 _windowed(lambda n, m, w: sum(min(m + t, w) for t in range(n))),
             "this window holds w − 1 keys; the query's own key and the w − 1 before it make w":

@@ -8,7 +8,8 @@
   heads; head numbers read as indices from 0 (head g gets m_(g+1)); sign flipped; the
   powers-of-two-only slopes 2^(−8g/h); the other half of the interleaved slopes (m₂, m₄, … of the
   2h'-head sequence, repeats); arithmetic means of neighbours; the means started at (m_1, m_2), not
-  (1, m_1); the gaps filled from the flat end; heads in reverse order; no absolute value; the causal
+  (1, m_1); the gaps filled from the flat end; the slopes started at 1 = 2⁰, one step early; heads in
+  reverse order; no absolute value (either sign: m·(j − i) or −m·(j − i)); the causal
   version (−∞ above the diagonal); slopes sorted steepest first. Reported by head g = 1..h and
   positions (i, j). An answer that takes its slopes (or its bias) from transformers'
   build_alibi_tensor, the reference, is told so in one line, as t5_bucket's is.
@@ -17,7 +18,8 @@
   what T5's compute_bias needs past_seen_tokens for), which the chapter never meets; offsets in are
   what they were. The smallest settings with a0 = 1 are tried (a0 = 0 divides by zero in transformers
   too, so the docstring asks for a0 ≥ 1). Mistakes: the queries put at 0..n_q − 1; i − j (sign);
-  bidirectional mixed up; one-sided buckets from |δ| (a future key in a bucket of its own); no clamp
+  bidirectional mixed up; δ = 0 on the side of the keys after the query (only δ > 0 goes there);
+  one-sided buckets from |δ| (a future key in a bucket of its own); no clamp
   at the last bucket; the log part rounded to nearest (not down); one-sided a0 = B/4 (the
   bidirectional split's). Reported by offset δ. An answer that calls transformers'
   _relative_position_bucket (T5's or a copy in another model) is told so in one line.
@@ -30,7 +32,8 @@
   last n_k columns kept (both ways); the first n_q entries of the padded memory kept (off by one row);
   the padded memory read from entry 1; offsets read in reverse (column −δ); the offset's sign flipped
   (i − j); the one-way result where both ways are asked (the keys after the query wrong); not skewed at all.
-  Reported by query t and key j.
+  Reported by query t and key j; with leading (batch, head) axes, the case's note says to pad, flatten and
+  reshape only the last two.
 """
 import math
 

@@ -17,9 +17,11 @@
   half-split layout of transformers' Qwen2-VL vision tower, the reference); d_h not divisible by 4 must
   raise a ValueError.
   Mistakes: both halves by μ, or both by ν; μ and ν swapped; the halves of the coordinates instead of the
-  halves of the pairs; the width-d_h frequencies kept, or their first d_h/4 in each half. And for 1-D: cos
-  and sin laid out by neighbours. The ValueErrors must say why (even; divisible by 4), as the docstring asks.
-* position_ids: padding ignored (arange); starts at 1; counted from the right (the last token 0).
+  halves of the pairs; row and column alternating pair by pair; the width-d_h frequencies kept, or their
+  first d_h/4 in each half. And for 1-D: cos and sin laid out by neighbours. The ValueErrors must say why
+  (even; divisible by 4), as the docstring asks.
+* position_ids: padding ignored (arange); starts at 1; counted from the right (the last token 0); counted
+  down the batch (dim 0) instead of along each row.
   The lines name the mistake, not the one-line answer.
 """
 from functools import lru_cache
@@ -96,10 +98,9 @@ def _grid_wrong(x, positions, how):
     if how == "coordinates":
         return torch.cat([_rope(x[..., :half], rows), _rope(x[..., half:], cols)], -1)
     if how == "alternating":  # pairs alternate row and column: μ for even l, ν for odd l
-        pair = torch.arange(half)
-        angles = torch.where(pair % 2 == 0, rows[..., None], cols[..., None]) * 10000.0 ** (
-            -4 * (pair // 2) / x.shape[-1])
-        return _from_angles(x, rows, angles)
+        omega = 10000.0 ** (-2 * (torch.arange(half) // 2) / half)  # width d_h/2's frequencies, each twice
+        by_row = torch.arange(half) % 2 == 0
+        return _from_angles(x, rows, torch.where(by_row, rows[..., None], cols[..., None]) * omega)
     if how == "first quarter":  # each half at the first d_h/4 of the width-d_h frequencies
         omega = 10000.0 ** (-torch.arange(half // 2) / half)
         return _from_angles(x, rows, torch.cat([rows[..., None] * omega, cols[..., None] * omega], -1))
