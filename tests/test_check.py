@@ -457,7 +457,7 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
      "divided by √n_k, the number of keys"),
     ("attention", P(attention, scale=lambda q, v: math.sqrt(q.shape[-2])), "divided by √n_q"),
     ("attention", P(attention, scale=lambda q, v: 1 / math.sqrt(q.shape[-1])), "multiplied by √d_h"),
-    ("attention", P(attention, sink_scaled=True), "case q (2, 4, 3, 8), h_kv=2, n_k=5, d_v=6, sinks 4 "
+    ("attention", P(attention, sink_scaled=True), "case Q (2, 4, 3, 8), h_kv=2, n_k=5, d_v=6, sinks 4 "
      "logits, no mask: at head g = 1, query 0, column 0: expected 0.0930434, got 0.118819 — the sink logit"),
     ("attention", P(attention, sink_scaled=True), "the sink logit was divided by √d_h with the scores"),
     ("attention", P(attention, sink_added=True), "the sinks change nothing: ignored, added to every score"),
@@ -472,7 +472,7 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
      "last column dropped"),
     ("attention", lambda q, k, v, mask=None: attention(q, k, v, mask), "sinks=s: one more logit s_g per "
      "query head g in each row's softmax"),
-    ("attention", P(attention, tiled=True), "case q (2, 4, 3, 8), h_kv=2, n_k=5, d_v=6, sinks 4 logits, no "
+    ("attention", P(attention, tiled=True), "case Q (2, 4, 3, 8), h_kv=2, n_k=5, d_v=6, sinks 4 logits, no "
      "mask: at head g = 2, query 0, column 0: expected -0.104535, got 0.51338 — the key/value heads were "
      "tiled (k.repeat), not repeated head by head"),
     ("attention", lambda q, k, v, mask=None, sinks=None:

@@ -27,11 +27,11 @@
   window on both sides; a sliding window of c keys for chunks; chunks reaching both ways; chunks
   starting one position late.
 * attention: its contract grew (issue 29), and its core is now the sinks (most cases have them): dim −3 holds
-  the heads, and k, v may have fewer of them than
-  q (grouped-query attention, h_kv dividing h: query head g = 1..h reads key/value head ⌈g·h_kv/h⌉,
+  the heads, and K, V may have fewer of them than
+  Q (grouped-query attention, h_kv dividing h: query head g = 1..h reads key/value head ⌈g·h_kv/h⌉,
   as transformers' repeat_kv and SDPA's enable_gqa), with any leading dimensions
   and a mask broadcast to (..., h, n_q, n_k), so the chapter's attend no longer answers it;
-  attention(q, k, v) on (b, n, d_h) is what it was. And `sinks=s` (h,), which the chapter never meets:
+  attention(Q, K, V) on (b, n, d_h) is what it was. And `sinks=s` (h,), which the chapter never meets:
   gpt-oss's learned sink, one more logit s_g per query head in each row's softmax whose weight goes to no
   value (the keys' weights sum to less than 1, and a row with every key masked gives zeros). Mistakes:
   the sinks changing nothing (ignored, added to every score, or their weight handed back to the keys);
@@ -305,13 +305,13 @@ def _attention_cases(g):
     specs = [(2, 4, 6, 16, 5, None, "no mask"), (2, 5, 5, 8, 3, tril(5, 0), "causal mask (n, n)"),
              (3, 2, 3, 1, 2, None, "d_h = 1")]
     return [
-        Case(f"q {(*lead, h, n_q, d_h)}, h_kv={h_kv}, n_k={n_k}, d_v={d_v}, sinks {h} logits, {what}",
+        Case(f"Q {(*lead, h, n_q, d_h)}, h_kv={h_kv}, n_k={n_k}, d_v={d_v}, sinks {h} logits, {what}",
              (*qkv(lead, h, h_kv, n_q, n_k, d_h, d_v), mask), {"sinks": 2 * randn(g, h)}, note=sinks_note)
         for lead, h, h_kv, n_q, n_k, d_h, d_v, mask, what in with_sinks] + [
-        Case(f"q {(*lead, h, n_q, d_h)}, k and v with h_kv={h_kv} of h={h} heads, n_k={n_k}, d_v={d_v}, "
+        Case(f"Q {(*lead, h, n_q, d_h)}, K and V with h_kv={h_kv} of h={h} heads, n_k={n_k}, d_v={d_v}, "
              f"no sinks, {what}",
              (*qkv(lead, h, h_kv, n_q, n_k, d_h, d_v), mask),
-             note="k and v may have fewer heads than q (dim −3): each key/value head serves h/h_kv "
+             note="K and V may have fewer heads than Q (dim −3): each key/value head serves h/h_kv "
                   "consecutive query heads, query head g = 1..h reading key/value head ⌈g·h_kv/h⌉")
         for lead, h, h_kv, n_q, n_k, d_h, d_v, mask, what in grouped] + [
         Case(f"b={b}, n_q={n_q}, n_k={n_k}, d_h={d_h}, d_v={d_v}, no sinks, {what}",
@@ -440,11 +440,11 @@ EXERCISES = {
             "the scores are not divided by √d_h": _attention_mistake(divide_by=lambda q, v: 1.0),
             "the scores are divided by d_h; divide by √d_h":
                 _attention_mistake(divide_by=lambda q, v: q.shape[-1]),
-            "the scores are divided by √d_v; divide by √d_h, the width of q and k":
+            "the scores are divided by √d_v; divide by √d_h, the width of Q and K":
                 _attention_mistake(divide_by=lambda q, v: math.sqrt(v.shape[-1])),
-            "the scores are divided by √n_k, the number of keys; divide by √d_h, the width of q and k":
+            "the scores are divided by √n_k, the number of keys; divide by √d_h, the width of Q and K":
                 _attention_mistake(divide_by=lambda q, v: math.sqrt(v.shape[-2])),
-            "the scores are divided by √n_q, the number of queries; divide by √d_h, the width of q and k":
+            "the scores are divided by √n_q, the number of queries; divide by √d_h, the width of Q and K":
                 _attention_mistake(divide_by=lambda q, v: math.sqrt(q.shape[-2])),
             "the scores are multiplied by √d_h; divide by it":
                 _attention_mistake(divide_by=lambda q, v: 1 / math.sqrt(q.shape[-1])),
