@@ -57,7 +57,8 @@ def _ntk_cases(g):
         cases += [Case(f"d={d}, base={base}, factors={name}, n_train={n_train}, seq_len={n}", (d, base),
                        {"factors": factors, "n_train": n_train, "seq_len": n},
                        note="factors=(short, long) must work too: LongRoPE divides ω_ℓ by the short "
-                            "list's κ_ℓ up to n_train tokens, by the long list's past it")
+                            "list's κ_ℓ up to n_train tokens, by the long list's past it"
+                            + ("; seq_len=None (no length given) takes the short list" if n is None else ""))
                   for n in lengths]
     both = "both lists must hold d/2 factors, the one this input does not use too"
     return cases + [
