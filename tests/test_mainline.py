@@ -110,6 +110,25 @@ def test_deeper_parts_are_whole_and_folded(path):
     assert not errors, "\n".join(errors)
 
 
+def skipped_heading_levels(notebook):
+    """Headings that go down more than one level (# then ###): the website's build (Sphinx, -W) refuses them,
+    and a screen reader's list of headings loses a level."""
+    found, level = [], 0
+    for index, cell in enumerate(notebook.cells):
+        for line in cell.source.splitlines() if cell.cell_type == "markdown" else []:
+            if match := HEADING.match(line):
+                if len(match.group(1)) > level + 1:
+                    found.append(f"cell {index}: {line.strip()!r} follows a level-{level} heading")
+                level = len(match.group(1))
+    return found
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_heading_levels_never_skip(path):
+    skipped = skipped_heading_levels(nbformat.read(path, as_version=4))
+    assert not skipped, "\n".join(skipped)
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_answers_are_folded_with_their_outputs(path):
     for index, cell in enumerate(nbformat.read(path, as_version=4).cells):
@@ -129,6 +148,9 @@ def test_the_counters_count_what_they_say():
     assert deeper_part_errors(notebook)[0].startswith("cell 1: inside a deeper part but not tagged")
     plain.metadata["tags"] = ["deeper"]
     assert deeper_part_errors(notebook) == [] and measure(notebook)["deeper parts"] == ["Deeper: kernels"]
+    assert skipped_heading_levels(notebook) == ["cell 0: '### Deeper: kernels' follows a level-0 heading"]
+    titled = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# 1. Title\n\n## Part"), cell])
+    assert skipped_heading_levels(titled) == []
     references = nbformat.v4.new_markdown_cell("## References\n\n* Vaswani et al. (2017), *Attention*.")
     lecture = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("Text."), references])
     assert measure(lecture)["words"] == 1  # the reference list is not read out
