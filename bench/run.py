@@ -19,6 +19,7 @@ import pathlib
 import platform
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -163,11 +164,11 @@ def main():
         for _ in range(args.one_core_runs):
             for name, path in paths.items():
                 runs[name].append(on_one_core(path))
-        times = {name: sorted(seconds for seconds, _ in found) for name, found in runs.items()}
-        median = {name: found[len(found) // 2] for name, found in times.items()}
+        times = {name: [seconds for seconds, _ in found] for name, found in runs.items()}
+        median = {name: statistics.median(found) for name, found in times.items()}
 
         def spread(name):
-            return f"median of {len(times[name])}, {times[name][0]:.1f}–{times[name][-1]:.1f} s"
+            return f"median of {len(times[name])}, {min(times[name]):.1f}–{max(times[name]):.1f} s"
 
         rows.append((f"on one core, as on a hub (python3 kernel, Run-All, median of {args.one_core_runs})",
                      "", ""))
