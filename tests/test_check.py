@@ -251,6 +251,8 @@ def filled_slopes(h, fill):  # the extra heads' slopes from a mistaken fill of t
     ladder = [1.0] + press_slopes(c)
     means = [(a + b) / 2 if fill == "arithmetic" else math.sqrt(a * b)
              for a, b in zip(ladder[:-1], ladder[1:], strict=True)]
+    if fill == "last gaps":  # the last h − c gaps, steep to flat
+        return press_slopes(c) + means[2 * c - h:]
     means = means[::-1] if fill == "flat end" else means[1:] if fill == "from m_1" else means
     return press_slopes(c) + means[:h - c]
 
@@ -383,7 +385,10 @@ def ntk_frequencies(d, base, scale=None, factors=None, n_train=None, seq_len=Non
     return (base ** (-pair_exponent * torch.arange(d // 2, dtype=torch.float64) / d)).to(dtype)
 
 
-def position_ids(attention_mask, start=0, ignore_padding=False, from_right=False, dim=-1):
+def position_ids(attention_mask, start=0, ignore_padding=False, from_right=False, dim=-1, padding_from=False):
+    if padding_from:  # the pads counted, then taken away: right on 0/1, but `1 - mask` refuses a bool
+        pads = (1 - attention_mask).sum(-1, keepdim=True)
+        return (torch.arange(attention_mask.shape[-1]) - pads).clamp(min=0)
     if ignore_padding:
         columns = torch.arange(attention_mask.shape[1], device=attention_mask.device)
         return columns.expand(attention_mask.shape)
@@ -483,31 +488,31 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
     ("attention_flops", P(attention_flops, projections=3), "three projections"),
     ("attention_flops", lambda n, d, cached=0, window=None: attention_flops(n, d, cached,
                                                                             window or cached + n),
-     "case n=16, d=64: expected 589,824, got 559,104 — this counts only the causal pairs, p + 1 keys for the "
-     "query at position p"),
+     "case n_new=16, d=64: expected 589,824, got 559,104 — this counts only the causal pairs, p + 1 keys for "
+     "the query at position p"),
     ("attention_flops", P(attention_flops, cache_scored=False),
-     "case n=1, d=64, cached=15 (one step of generation): expected 36,864, got 33,024 — the cached keys are "
-     "left out"),
+     "case n_new=1, d=64, cached=15 (one step of generation): expected 36,864, got 33,024 — the cached keys "
+     "are left out"),
     ("attention_flops", lambda n, d, cached=0: attention_flops(n + cached, d),
      "recomputes the whole sequence"),
     ("attention_flops", lambda n, d, cached=0: attention_flops(n, d, cached) + 4 * cached * d * d,
      "the cached keys and values were projected again"),
     ("attention_flops", lambda n, d: attention_flops(n, d), "cached=m must work too"),
-    ("attention_flops", P(attention_flops, products=1), "case n=16, d=64: expected 589,824, got 557,056 — "
-     "the core counts QKᵀ alone"),
-    ("attention_flops", P(attention_flops, cache_queries=True), "this core scores (m + n)² pairs, as if the "
-     "m cached positions asked again"),
+    ("attention_flops", P(attention_flops, products=1), "case n_new=16, d=64: expected 589,824, got "
+     "557,056 — the core counts QKᵀ alone"),
+    ("attention_flops", P(attention_flops, cache_queries=True), "this core scores (m + n_new)² pairs, as if "
+     "the m cached positions asked again"),
     ("attention_flops", lambda n, d, cached=0, window=None: attention_flops(n, d, cached),
-     "case n=1, d=64, cached=15, window=8 (one step of generation): expected 34,816, got 36,864 — the window "
-     "is ignored"),
+     "case n_new=1, d=64, cached=15, window=8 (one step of generation): expected 34,816, got 36,864 — the "
+     "window is ignored"),
     ("attention_flops", lambda n, d, cached=0: attention_flops(n, d, cached), "window=w must work too"),
     ("attention_flops", P(attention_flops, wider=1), "this window holds w + 1 keys"),
     ("attention_flops", P(attention_flops, wider=-1), "this window holds w − 1 keys"),
     ("attention_flops", P(attention_flops, own=False), "the query's own key was left out of its window"),
     ("attention_flops", lambda n, d, cached=0, window=None: attention_flops(n, d, cached, window)
      + 8 * cached * d * d, "the cached tokens went through all four projections again"),
-    ("attention_flops", P(attention_flops, full_windows=True), "case n=6, d=8, cached=2, window=4: expected "
-     "3,808, got 3,840 — every query scored w keys"),
+    ("attention_flops", P(attention_flops, full_windows=True), "case n_new=6, d=8, cached=2, window=4: "
+     "expected 3,808, got 3,840 — every query scored w keys"),
     ("attention_flops", P(attention_flops, dense=True), "the window only shortened the cache and the new "
      "queries scored densely"),
     ("sinusoidal_encoding", P(sinusoidal_encoding, halves=True), "halves"),
@@ -593,6 +598,7 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
      "query i = 0, key j = 1: expected -0.5, got -0.625 — the extra slopes are the arithmetic means"),
     ("alibi_bias", P(alibi_bias, fill="from m_1"), "the extra slopes start halfway between m_1 and m_2"),
     ("alibi_bias", P(alibi_bias, fill="flat end"), "the gaps were filled from the flat end"),
+    ("alibi_bias", P(alibi_bias, fill="last gaps"), "the extra heads took the means of the last h − h' gaps"),
     ("alibi_bias", P(alibi_bias, causal=True), "at head g = 1, query i = 0, key j = 1: expected -0.25, got "
      "-inf — this is the causal bias"),
     ("t5_bucket", P(t5_bucket, queries_first=True), "case relative_position (3, 200) (n_q, n_k), "
@@ -665,6 +671,9 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
     ("position_ids", P(position_ids, start=1), "starts at 1"),
     ("position_ids", P(position_ids, from_right=True), "the positions count from the right"),
     ("position_ids", P(position_ids, dim=0), "the count ran down the batch"),
+    ("position_ids", P(position_ids, padding_from=True), "case attention_mask [[False, False, True, True], "
+     "[True, True, True, True]] (bool): your function raises NotImplementedError: Subtraction"),
+    ("position_ids", P(position_ids, padding_from=True), "a bool mask (True: a real token) must work too"),
 ]
 
 
@@ -738,6 +747,8 @@ BROKEN = {  # answer -> what the line says
     "unprintable error": (unprintable, "your function raises Unprintable: Unprintable"),
     "a numpy array": (lambda *a, **k: np.zeros(3), "returned ndarray"),
     "a float": (lambda *a, **k: 1.5, "returned float"),
+    "torch's NotImplementedError": (lambda *a, **k: 1 - torch.tensor([True]),  # not a stub: code was written
+                                    "your function raises NotImplementedError: Subtraction"),
 }
 
 

@@ -8,12 +8,14 @@ the device `attnbook.setup()` chose (`attnbook.device.chosen_device`, the CPU be
 compared on the CPU. A failing case is run through the exercise's known mistakes; the line names the
 one the answer agrees with, and says where it differs in the exercise's own terms (an offset δ, a
 head g and positions (i, j), a pair ℓ). A case may instead ask for an error (an input the contract
-rules out). A stub (NotImplementedError) gets an invitation to write it; any other error, a wrong type,
-dtype, shape or device, an unknown name or a non-function gets one line, never a traceback.
+rules out). A stub (its own `raise NotImplementedError`, not torch's for an operation it lacks) gets an
+invitation to write it; any other error, a wrong type, dtype, shape or device, an unknown name or a
+non-function gets one line, never a traceback.
 """
 import contextlib
 import difflib
 import io
+import linecache
 import logging
 import numbers
 import re
@@ -103,8 +105,10 @@ def _run(exercise, case, fn):
     try:
         with _watching(exercise.forbidden) as called:
             got = fn(*args, **kwargs)
-    except NotImplementedError:
-        return NOT_YET
+    except NotImplementedError as error:
+        if _is_stub(error):
+            return NOT_YET
+        return f"your function raises NotImplementedError: {one_line(error)}{_note(case)}"
     except Exception as error:
         if case.raises and isinstance(error, case.raises):
             if case.says is None or re.search(case.says, str(error)):
@@ -130,6 +134,16 @@ def _run(exercise, case, fn):
     if problem:
         return problem + (_which_mistake(exercise.mistakes, case, got, mask) or _note(case, got))
     return exercise.also(case, fn) if exercise.also else None
+
+
+def _is_stub(error):
+    """A stub's own `raise NotImplementedError`, not one from inside torch (`1 - mask` on a bool mask
+    raises NotImplementedError with a message, and the reader has written code)."""
+    innermost = error.__traceback__
+    while innermost.tb_next is not None:
+        innermost = innermost.tb_next
+    line = linecache.getline(innermost.tb_frame.f_code.co_filename, innermost.tb_lineno)
+    return "raise NotImplementedError" in line if line else not error.args
 
 
 def _has_tensor(args):

@@ -1,7 +1,8 @@
 """Section 2's exercise (CNNs vs RNNs vs self-attention) and the mistakes it names.
 
 * attention_flops: its contract grew (issue 29). `cached=m` counts a forward pass over n new tokens
-  whose m earlier keys and values are kept (a KV cache); attention_flops(n, d) is what it was. The
+  (n_new in the exercise and in the lines) whose m earlier keys and values are kept (a KV cache);
+  attention_flops(n, d) is what it was. The
   keyword `window=w` (default None: no window) asks what the chapter does not count: a sliding window
   of w keys (the query's own and the w − 1 before it, as section 1's causal_mask), computed by a kernel
   that computes only those scores, so the query at position p = m + t scores min(p + 1, w) keys, where
@@ -44,14 +45,14 @@ def _flops_cases(g):
     # sizes an answer that counts real tensors (not meta ones) also gets through in a second
     sizes = [(16, 64), (1, 1), (3, 1000), (1000, 512), (2048, 256), (1, 2000)]
     cache_note = ("cached=m must work too: the m cached keys and values are already projected, and each of "
-                  "the n new queries scores all m + n keys")
+                  "the n_new new queries scores all m + n_new keys")
     window_note = ("window=w must work too: the query at position p scores its own key and the w − 1 before "
                    "it, those that exist")
-    return [Case(f"n={n}, d={d}", (n, d)) for n, d in sizes] + [
-        Case(f"n={n}, d={d}, cached={m}{what}", (n, d), {"cached": m}, note=cache_note)
+    return [Case(f"n_new={n}, d={d}", (n, d)) for n, d in sizes] + [
+        Case(f"n_new={n}, d={d}, cached={m}{what}", (n, d), {"cached": m}, note=cache_note)
         for n, d, m, what in [(1, 64, 15, " (one step of generation)"), (4, 8, 12, ""), (16, 64, 0, ""),
                               (1, 4096, 8191, " (the 8192nd token)")]] + [
-        Case(f"n={n}, d={d}, cached={m}, window={w}{what}", (n, d), {"cached": m, "window": w},
+        Case(f"n_new={n}, d={d}, cached={m}, window={w}{what}", (n, d), {"cached": m, "window": w},
              note=window_note)
         for n, d, m, w, what in [(1, 64, 15, 8, " (one step of generation)"), (4, 8, 6, 3, ""),
                                  (6, 8, 2, 4, ""),
@@ -88,7 +89,7 @@ EXERCISES = {
         "torch.utils.flop_counter.FlopCounterMode's count of the layer's four projections and two matrix "
         "products on the meta device, the cached keys and values concatenated in front; with a window, one "
         "query's window at a time",
-        "n 1..2048, d 1..4096, cached 0..8191, window 1..4096", {
+        "n_new 1..2048, d 1..4096, cached 0..8191, window 1..4096", {
             "this is 4n²d: the four d×d projections (8nd²) are missing":
                 lambda n, d, cached=0, window=None: _counted(n, d, cached, window, projected=0),
             "this is half: a multiply-add counts 2 FLOPs, as torch.utils.flop_counter counts":
@@ -98,27 +99,27 @@ EXERCISES = {
             "this is 2n²d: the projections are missing and a multiply-add counts 1, not 2":
                 lambda n, d, cached=0, window=None: _counted(n, d, cached, window, projected=0,
                                                              per_multiply_add=1),
-            "this counts only the causal pairs, p + 1 keys for the query at position p; without a window the "
-            "dense product scores all m + n keys for every query (the future ones are masked after they are "
-            "computed)":
+            "this counts only the causal pairs, p + 1 keys for the query at position p; without a window "
+            "the dense product scores all m + n_new keys for every query (the future ones are masked after "
+            "they are computed)":
                 _windowed(None),
-            "the cached keys are left out: each new query scores all m + n keys, the cached ones too":
+            "the cached keys are left out: each new query scores all m + n_new keys, the cached ones too":
                 lambda n, d, cached=0, window=None: _counted(n, d, cached, scored=n * n),
             "the core counts QKᵀ alone; the weights times V is a second product of the same size":
                 lambda n, d, cached=0, window=None: _counted(n, d, cached, window, products=1),
-            "this core scores (m + n)² pairs, as if the m cached positions asked again; only the n new "
-            "queries score, each against every key":
+            "this core scores (m + n_new)² pairs, as if the m cached positions asked again; only the "
+            "n_new new queries score, each against every key":
                 lambda n, d, cached=0, window=None: _counted(n, d, cached, queries=n + cached),
-            "the cached keys and values were projected again; the cache keeps them projected, so only the n "
-            "new tokens go through W_q, W_k, W_v and W_o":
+            "the cached keys and values were projected again; the cache keeps them projected, so only the "
+            "n_new new tokens go through W_q, W_k, W_v and W_o":
                 lambda n, d, cached=0, window=None: _counted(n, d, cached, window,
                                                              projected=4 * n + 2 * cached),
             "the cached tokens went through all four projections again (W_q and W_o too); the cache keeps "
-            "their keys and values projected, so only the n new tokens are projected":
+            "their keys and values projected, so only the n_new new tokens are projected":
                 lambda n, d, cached=0, window=None: _counted(n, d, cached, window,
                                                              projected=4 * (n + cached)),
-            "this recomputes the whole sequence of m + n tokens; with a cache only the n new tokens are "
-            "projected and only their n queries score":
+            "this recomputes the whole sequence of m + n_new tokens; with a cache only the n_new new tokens "
+            "are projected and only their n_new queries score":
                 lambda n, d, cached=0, window=None: _counted(n + cached, d),
             "the window is ignored: with window=w a query scores at most w keys":
                 lambda n, d, cached=0, window=None: _counted(n, d, cached),

@@ -5,14 +5,14 @@
   meets; alibi_bias(n, h) is what it was. For h not a power of two the exercise states Press et al.'s
   rule as its idea (the extra heads' slopes halfway, on a log scale, between neighbours of 1, m_1, …,
   m_h'), which the chapter does not show. Mistakes: the shard given the slopes of a model of len(heads)
-  heads; head numbers read as indices from 0 (head g gets m_(g+1)); sign flipped; the
-  powers-of-two-only slopes 2^(−8g/h); the other half of the interleaved slopes (m₂, m₄, … of the
-  2h'-head sequence, repeats); arithmetic means of neighbours; the means started at (m_1, m_2), not
-  (1, m_1); the gaps filled from the flat end; the slopes started at 1 = 2⁰, one step early; heads in
-  reverse order; no absolute value (either sign: m·(j − i) or −m·(j − i)); the causal
-  version (−∞ above the diagonal); slopes sorted steepest first. Reported by head g = 1..h and
-  positions (i, j). An answer that takes its slopes (or its bias) from transformers'
-  build_alibi_tensor, the reference, is told so in one line, as t5_bucket's is.
+  heads; head numbers read as indices from 0 (head g gets m_(g+1)); sign flipped; the powers-of-two-only
+  slopes 2^(−8g/h); the other half of the interleaved slopes (m₂, m₄, … of the 2h'-head sequence,
+  repeats); arithmetic means of neighbours; the means started at (m_1, m_2), not (1, m_1); the gaps filled
+  from the flat end, or the last h − h' gaps taken in order; the slopes started at 1 = 2⁰, one step early;
+  heads in reverse order; no absolute value (either sign: m·(j − i) or −m·(j − i)); the causal version (−∞
+  above the diagonal); slopes sorted steepest first. Reported by head g = 1..h and positions (i, j). An
+  answer that takes its slopes (or its bias) from transformers' build_alibi_tensor, the reference, is told
+  so in one line, as t5_bucket's is.
 * t5_bucket: its contract grew (issue 29): relative_position may be a pair (n_q, n_k), asking for the
   (n_q, n_k) buckets of n_q queries that are the last of n_k positions (a decoder step after a KV cache,
   what T5's compute_bias needs past_seen_tokens for), which the chapter never meets; offsets in are
@@ -62,13 +62,15 @@ def _other_half_slopes(h):
     return torch.cat([_geometric(power), _geometric(2 * power)[1::2][:h - power]])
 
 
-def _filled(h, mean=lambda a, b: (a * b).sqrt(), first=0, flat_end=False):
+def _filled(h, mean=lambda a, b: (a * b).sqrt(), first=0, flat_end=False, last_gaps=False):
     """The h' = 2^⌊log₂ h⌋ geometric slopes, then the means of neighbours of 1, m_1, …, m_h' from pair
-    `first` on (flat_end: from the flattest pair back): Press et al.'s with the geometric mean from the
-    pair (1, m_1) (for the mistakes)."""
+    `first` on (flat_end: from the flattest pair back; last_gaps: the last h − h' pairs, steep to flat):
+    Press et al.'s with the geometric mean from the pair (1, m_1) (for the mistakes)."""
     power = 2 ** math.floor(math.log2(h))
     ladder = torch.cat([torch.ones(1), _geometric(power)])
     means = mean(ladder[:-1], ladder[1:])
+    if last_gaps:
+        return torch.cat([_geometric(power), means[2 * power - h:]])
     return torch.cat([_geometric(power), (means.flip(0) if flat_end else means)[first:first + h - power]])
 
 
@@ -328,6 +330,9 @@ EXERCISES = {
                 _alibi_mistake(lambda n, h: _alibi_from(_filled(h, first=1), n)),
             "the gaps were filled from the flat end; the extra heads start at the steep end, √m_1 first":
                 _alibi_mistake(lambda n, h: _alibi_from(_filled(h, flat_end=True), n)),
+            "the extra heads took the means of the last h − h' gaps (the flat end); they take the first "
+            "h − h', from the steep end: √m_1, then √(m_1·m_2), …":
+                _alibi_mistake(lambda n, h: _alibi_from(_filled(h, last_gaps=True), n)),
             "the slopes start at 1 = 2⁰, one step early: head g = 1 has the first slope below 1, "
             "2^(−8/h) for h a power of two":
                 _alibi_mistake(lambda n, h: _alibi_from(_from_slope(_alibi_slopes(h), 0), n)),

@@ -20,7 +20,8 @@
   halves of the pairs; row and column alternating pair by pair; the width-d_h frequencies kept, or their
   first d_h/4 in each half. And for 1-D: cos and sin laid out by neighbours. The ValueErrors must say why
   (even; divisible by 4), as the docstring asks.
-* position_ids: padding ignored (arange); starts at 1; counted from the right (the last token 0); counted
+* position_ids: masks of int64 and of bool (True: a real token; `1 - mask` refuses a bool). Mistakes:
+  padding ignored (arange); starts at 1; counted from the right (the last token 0); counted
   down the batch (dim 0) instead of along each row.
   The lines name the mistake, not the one-line answer.
 """
@@ -95,17 +96,16 @@ def _grid_wrong(x, positions, how):
     their row or column at the width-d_h frequencies (all of them, or the first d_h/4 in each half), or
     row and column alternating pair by pair."""
     half, rows, cols = x.shape[-1] // 2, positions[..., 0], positions[..., 1]
+    pair = torch.arange(half)  # pair l = (l, l + d_h/2)
     if how == "coordinates":
         return torch.cat([_rope(x[..., :half], rows), _rope(x[..., half:], cols)], -1)
     if how == "alternating":  # pairs alternate row and column: μ for even l, ν for odd l
-        omega = 10000.0 ** (-2 * (torch.arange(half) // 2) / half)  # width d_h/2's frequencies, each twice
-        by_row = torch.arange(half) % 2 == 0
-        return _from_angles(x, rows, torch.where(by_row, rows[..., None], cols[..., None]) * omega)
+        omega = 10000.0 ** (-2 * (pair // 2) / half)  # width d_h/2's frequencies, each twice
+        return _from_angles(x, rows, torch.where(pair % 2 == 0, rows[..., None], cols[..., None]) * omega)
     if how == "first quarter":  # each half at the first d_h/4 of the width-d_h frequencies
         omega = 10000.0 ** (-torch.arange(half // 2) / half)
         return _from_angles(x, rows, torch.cat([rows[..., None] * omega, cols[..., None] * omega], -1))
-    by_row = torch.arange(half) < half // 2
-    angles = torch.where(by_row, rows[..., None], cols[..., None]) * 10000.0 ** (-torch.arange(half) / half)
+    angles = torch.where(pair < half // 2, rows[..., None], cols[..., None]) * 10000.0 ** (-pair / half)
     return _from_angles(x, rows, angles)
 
 
@@ -192,7 +192,11 @@ def _position_ids(attention_mask):
 def _position_ids_cases(g):
     masks = [[[0, 0, 1, 1, 1], [1, 1, 1, 1, 1], [0, 1, 1, 1, 1]], [[1, 1, 1]], [[0, 0, 0, 1]], [[1]],
              [[0, 1], [1, 1]], [[0, 0, 0, 1, 1, 1], [0, 0, 1, 1, 1, 1]]]
-    return [Case(f"attention_mask {mask}", (torch.tensor(mask),)) for mask in masks]
+    bools = [[[False, False, True, True], [True, True, True, True]], [[False, True, True]]]
+    return [Case(f"attention_mask {mask}", (torch.tensor(mask),)) for mask in masks] + [
+        Case(f"attention_mask {mask} (bool)", (torch.tensor(mask),),
+             note="a bool mask (True: a real token) must work too, as torch masks often come")
+        for mask in bools]
 
 
 # ----------------------------------------------------------------------------------- the table
@@ -253,7 +257,7 @@ EXERCISES = {
     "position_ids": Exercise(
         _position_ids_cases, _position_ids,
         "transformers' generate() position ids on the real tokens",
-        "left padding of 0..3, no padding, n = 1; the padded entries are not checked", {
+        "left padding of 0..3, no padding, n = 1, int64 and bool masks; the padded entries are not checked", {
             "the padding is ignored (arange(n)): count from each row's first real token":
                 lambda m: torch.arange(m.shape[-1]).expand(m.shape),
             "this starts at 1: the first real token has position 0":
