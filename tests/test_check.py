@@ -276,7 +276,8 @@ def alibi_bias(n, h, heads=None, sign=-1, naive=False, reverse=False, other_half
 
 def t5_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128, flip_sign=False,
               one_sided_abs=False, rounded=False, a0_quarter=False, queries_first=False, logs_apart=False,
-              zero_after=False):
+              zero_after=False, fixed_distance=False):
+    max_distance = 128 if fixed_distance else max_distance  # fixed_distance: max_distance ignored
     if isinstance(relative_position, tuple):  # the last n_q of n_k positions (queries_first: at 0..n_q − 1)
         n_q, n_k = relative_position
         relative_position = torch.arange(n_k)[None] - (torch.arange(n_q)[:, None] + (0 if queries_first else
@@ -617,7 +618,9 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
     ("t5_bucket", P(t5_bucket, rounded=True), "the log part was rounded to the nearest bucket"),
     ("t5_bucket", P(t5_bucket, logs_apart=True), "case relative_position −200..200, 16 buckets, max_distance "
      "64: at δ = -8: expected 5, got 4 — one bucket low only where the log part is exactly a whole number"),
-    ("t5_bucket", P(t5_bucket, a0_quarter=True), "one-sided, a0 was taken as in the bidirectional split"),
+    ("t5_bucket", P(t5_bucket, a0_quarter=True), "one-sided, Δ0 was taken as in the bidirectional split"),
+    ("t5_bucket", P(t5_bucket, fixed_distance=True), "case relative_position −200..200, 16 buckets, "
+     "max_distance 64: at δ = -53: expected 7, got 6 — max_distance is ignored (128 is used)"),
     ("t5_bucket", P(t5_bucket, one_sided_abs=True), "case relative_position −300..300, bidirectional=False: "
      "at δ = +1: expected 0, got 1 — one-sided buckets were taken from |δ|"),
     ("skew", P(skew, pad=(0, 1)), "every entry is shifted by one: it holds offset δ + 1"),  # start 1 late

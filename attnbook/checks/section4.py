@@ -16,11 +16,11 @@
 * t5_bucket: its contract grew (issue 29): relative_position may be a pair (n_q, n_k), asking for the
   (n_q, n_k) buckets of n_q queries that are the last of n_k positions (a decoder step after a KV cache,
   what T5's compute_bias needs past_seen_tokens for), which the chapter never meets; offsets in are
-  what they were. The smallest settings with a0 = 1 are tried (a0 = 0 divides by zero in transformers
-  too, so the docstring asks for a0 ≥ 1). Mistakes: the queries put at 0..n_q − 1; i − j (sign);
+  what they were. The smallest settings with Δ0 = 1 are tried (Δ0 = 0 divides by zero in transformers
+  too, so the docstring asks for Δ0 ≥ 1). Mistakes: the queries put at 0..n_q − 1; i − j (sign);
   bidirectional mixed up; δ = 0 on the side of the keys after the query (only δ > 0 goes there);
-  one-sided buckets from |δ| (a future key in a bucket of its own); no clamp
-  at the last bucket; the log part rounded to nearest (not down); one-sided a0 = B/4 (the
+  one-sided buckets from |δ| (a future key in a bucket of its own); max_distance ignored (128); no
+  clamp at the last bucket; the log part rounded to nearest (not down); one-sided Δ0 = B/4 (the
   bidirectional split's). Reported by offset δ. An answer that calls transformers'
   _relative_position_bucket (T5's or a copy in another model) is told so in one line.
 * skew: its contract changed twice (issue 29): the queries are the *last* n_q of n_k positions, so the
@@ -156,7 +156,7 @@ def _t5_written_out(relative_position, bidirectional=True, num_buckets=32, max_d
 def _t5_geometry(offsets, bidirectional, num_buckets, max_distance, dtype=torch.float32,
                  one_sided_distance=None, one_sided_exact=None):
     """T5's bucketing taken apart: a side's buckets, the exact ones among them, each offset's distance, and
-    the far formula's log part log(a / a0) / log(D / a0) · (B − a0), in T5's order, in `dtype`."""
+    the far formula's log part ln(Δ / Δ0) / ln(D / Δ0) · (B − Δ0), in T5's order, in `dtype`."""
     half = num_buckets // 2 if bidirectional else num_buckets
     exact = half // 2 if bidirectional or one_sided_exact is None else one_sided_exact(num_buckets)
     if bidirectional:
@@ -187,8 +187,8 @@ def _on_a_bucket_edge(relative_position, kwargs, otherwise=""):
             if wrong.any() and edge[wrong].all() and (got[wrong] == expected[wrong] - 1).all():
                 return ("one bucket low only where the log part is exactly a whole number (a bucket's first "
                         "distance): your arithmetic's rounding error left it just below, and rounding down "
-                        "took the bucket before; compute it as log(a / a0) / log(D / a0) · (B − a0), in the "
-                        "order T5 does")
+                        "took the bucket before; compute it as ln(Δ / Δ0) / ln(D / Δ0) · (B − Δ0) in "
+                        "float32, in the order T5 does")
         except Exception:  # got is not a tensor of the right shape: the line has already said so
             pass
         return otherwise
@@ -207,9 +207,9 @@ def _t5_cases(g):
               "−50..50, bidirectional=False, 8 buckets, max_distance 20"),
              (torch.tensor([0]), {}, "[0]"),
              (torch.arange(-20, 21), {"num_buckets": 6, "max_distance": 8},
-              "−20..20, 6 buckets (a0 = 1), max_distance 8"),
+              "−20..20, 6 buckets (Δ0 = 1), max_distance 8"),
              (torch.arange(-20, 21), {"bidirectional": False, "num_buckets": 3, "max_distance": 8},
-              "−20..20, bidirectional=False, 3 buckets (a0 = 1), max_distance 8")]
+              "−20..20, bidirectional=False, 3 buckets (Δ0 = 1), max_distance 8")]
     return [Case(f"relative_position {what}", (rel,), kwargs, note=_on_a_bucket_edge(rel, kwargs))
             for rel, kwargs, what in specs] + [
         Case(f"relative_position ({n_q}, {n_k}) (n_q, n_k){what}", ((n_q, n_k),), kwargs,
@@ -369,14 +369,18 @@ EXERCISES = {
             "the log part was rounded to the nearest bucket; T5 rounds it down":
                 lambda r, bidirectional=True, **kw: _t5_written_out(_pair(r), bidirectional, **kw,
                                                                     rounding=torch.round),
-            "one-sided, a0 was taken as in the bidirectional split (B/4); one-sided there is one side, with "
-            "all B buckets, and a0 is half of them":
+            "one-sided, Δ0 was taken as in the bidirectional split (B/4); one-sided there is one side, with "
+            "all B buckets, and Δ0 is half of them":
                 lambda r, bidirectional=True, **kw: _t5_written_out(_pair(r), bidirectional, **kw,
                                                                     one_sided_exact=lambda b: b // 4),
             "δ = 0 went to the side of the keys after the query (δ ≥ 0): only δ > 0 takes the second B/2 "
             "buckets; the query's own key is bucket 0":
                 lambda r, bidirectional=True, **kw: _t5_written_out(_pair(r), bidirectional, **kw,
                                                                     zero_after=True),
+            "max_distance is ignored (128 is used): D = max_distance sets where the log part reaches the "
+            "last bucket":
+                lambda r, bidirectional=True, **kw: _t5_bucket(_pair(r), bidirectional,
+                                                               **{**kw, "max_distance": 128}),
             "distances at or beyond max_distance are not clamped to the last bucket of their side":
                 lambda r, bidirectional=True, **kw: _t5_written_out(_pair(r), bidirectional, **kw,
                                                                     clamp=False)},
