@@ -2,18 +2,17 @@
 
 * attention_flops: its contract grew (issue 29). `cached=m` counts a forward pass over n new tokens
   (n_new in the exercise and in the lines) whose m earlier keys and values are kept (a KV cache);
-  attention_flops(n, d) is what it was. The
-  keyword `window=w` (default None: no window) asks what the chapter does not count: a sliding window
-  of w keys (the query's own and the w − 1 before it, as section 1's causal_mask), computed by a kernel
-  that computes only those scores, so the query at position p = m + t scores min(p + 1, w) keys, where
-  the dense product (no window) scores all m + n. Mistakes: projections forgotten (4n²d); multiply-add
-  counted 1 (half); three projections; projections forgotten and multiply-add counted 1 (2n²d); only
-  the causal pairs counted where the dense product is asked (p + 1 keys for the query at position p);
-  QKᵀ alone in the core; the cached keys left out of the scores; an (m + n)² core; the cache projected
-  again (its keys and values, or all four projections); the whole sequence recomputed; and with a
-  window: the window ignored; w + 1 keys; the query's own key left out (min(p, w)); w − 1 keys; w keys
-  for every query (the first positions have fewer); the window cutting only the cache, the new queries
-  scored densely.
+  attention_flops(n, d) is what it was. The keyword `window=w` (default None: no window) asks what the
+  chapter does not count: a sliding window of w keys (the query's own and the w − 1 before it, as
+  section 1's causal_mask), computed by a kernel that computes only those scores, so the query at
+  position p = m + t scores min(p + 1, w) keys, where the dense product (no window) scores all m + n.
+  Mistakes: projections forgotten (4n²d); multiply-add counted 1 (half); three projections; projections
+  forgotten and multiply-add counted 1 (2n²d); only the causal pairs counted where the dense product is
+  asked (p + 1 keys for the query at position p); QKᵀ alone in the core; the cached keys left out of the
+  scores; an (m + n)² core; the cache projected again (its keys and values, or all four projections);
+  the whole sequence recomputed; and with a window: the window ignored; w + 1 keys; the query's own key
+  left out (min(p, w)); w − 1 keys; w keys for every query (the first positions have fewer); the window
+  cutting only the cache, the new queries scored densely.
 """
 import torch
 

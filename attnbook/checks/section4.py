@@ -33,14 +33,15 @@
   the padded memory read from entry 1; offsets read in reverse (column −δ); the offset's sign flipped
   (i − j); the one-way result where both ways are asked (the keys after the query wrong); not skewed at all.
   Reported by query t and key j; with leading (batch, head) axes, the case's note says to pad, flatten and
-  reshape only the last two.
+  reshape only the last two. The skew is the exercise: right values read by an index (a gather, indexing
+  with a tensor or a list, a scatter: the chapter's own lookup) are told that the exercise asks for none.
 """
 import math
 
 import torch
 import torch.nn.functional as F
 
-from attnbook.checks.machinery import Case, Exercise, randn
+from attnbook.checks.machinery import Case, Exercise, moved, randn
 
 
 # ----------------------------------------------------------------------------------- alibi_bias
@@ -289,6 +290,44 @@ def _skew_cases(g):
     return cases
 
 
+INDEXING = {torch.gather, torch.Tensor.gather, torch.take, torch.Tensor.take, torch.take_along_dim,
+            torch.Tensor.take_along_dim, torch.index_select, torch.Tensor.index_select, torch.scatter,
+            torch.Tensor.scatter, torch.Tensor.scatter_, torch.Tensor.index_put, torch.Tensor.index_put_,
+            torch.index_put}
+
+
+class _Lookups(torch.overrides.TorchFunctionMode):
+    """Records the first lookup by an index: a gather-like call, or indexing (or writing) with a tensor or a
+    list."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen = None
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if self.seen is None:
+            if func in INDEXING:
+                self.seen = f"torch.{func.__name__}"
+            elif func in (torch.Tensor.__getitem__, torch.Tensor.__setitem__) and _is_index(args[1]):
+                self.seen = "indexing with a tensor or a list"
+        return func(*args, **(kwargs or {}))
+
+
+def _is_index(key):
+    keys = key if isinstance(key, tuple) else (key,)
+    return any(isinstance(k, (torch.Tensor, list)) for k in keys)
+
+
+def _skew_without_index(case, fn):
+    """After the values agree: the skew itself, not a lookup of each entry's column."""
+    with _Lookups() as lookups:
+        fn(*[moved(a) for a in case.args], **case.kwargs)
+    if lookups.seen:
+        return (f"the values are right, but read by an index ({lookups.seen}), as the chapter's lookup is; "
+                "the exercise is the skew without one: pad, flatten, slice, reshape, cut")
+    return None
+
+
 def _with_batch(note, shape):
     """A case's note, and for rel_logits with leading (batch, head) axes the edge those bring."""
     if len(shape) <= 2:
@@ -416,5 +455,5 @@ EXERCISES = {
             "rel_logits came back unskewed":
                 lambda r, n_k=None: r[..., :r.shape[-1] if n_k is None else n_k].clone()},
         checked=_up_to_own_position,
-        where=_query_and_key),
+        where=_query_and_key, also=_skew_without_index),
 }
