@@ -342,18 +342,11 @@ def bloom_slopes_alibi(n, h):  # the slopes taken from the reference, BLOOM's bu
     return -slopes[:, None, None] * (i[:, None] - i[None, :]).abs()
 
 
-def skew_by_gather(rel_logits, sign=1):  # sign=-1: the column of offset i − j, not j − i
-    n_q, n_k = rel_logits.shape[-2:]
-    i, j = torch.arange(n_k - n_q, n_k)[:, None], torch.arange(n_k)
-    columns = (sign * (j - i) + n_k - 1).clamp(0, n_k - 1).to(rel_logits.device)
-    return rel_logits.gather(-1, columns.expand(rel_logits.shape))
-
-
-def skew_looked_up(rel_logits, n_k=None, gather=True):  # right values, read by an index: not the skew
-    n_q, width = rel_logits.shape[-2:]
+def skew_by_gather(rel_logits, n_k=None, sign=1, gather=True):  # each entry read from its column by index
+    n_q, width = rel_logits.shape[-2:]  # sign=-1: the column of offset i − j; gather=False: indexing
     n_k = width if n_k is None else n_k
     t, j = torch.arange(n_q)[:, None], torch.arange(n_k)
-    columns = (j - (n_k - n_q + t) + n_k - 1).clamp(0, width - 1).to(rel_logits.device)
+    columns = (sign * (j - (n_k - n_q + t)) + n_k - 1).clamp(0, width - 1).to(rel_logits.device)
     if gather:
         return rel_logits.gather(-1, columns.expand(*rel_logits.shape[:-1], n_k))
     return rel_logits[..., t.to(rel_logits.device), columns]
@@ -641,8 +634,8 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
     ("skew", P(skew_by_gather, sign=-1), "the offset's sign is flipped (i − j, query minus key)"),
     ("skew", P(skew, keep_first=True), "the first n_q numbers of the padded memory were kept"),
     ("skew", lambda r: r, "unskewed"),
-    ("skew", skew_looked_up, "the values are right, but read by an index (torch.gather)"),
-    ("skew", P(skew_looked_up, gather=False), "read by an index (indexing with a tensor or a list)"),
+    ("skew", skew_by_gather, "the values are right, but read by an index (torch.gather)"),
+    ("skew", P(skew_by_gather, gather=False), "read by an index (indexing with a tensor or a list)"),
     ("skew", lambda r, n_k=None: F.pad(r, (1, 0)).flatten(-2)[..., r.shape[-2]:][..., :r.numel()]
      .reshape(r.shape[-2:])[..., :n_k], "case rel_logits (2, 3, 5, 5) (n_q = n_k): your function raises "
      "RuntimeError: shape '[5, 5]' is invalid for input of size 150 — rel_logits has leading axes here: "
