@@ -22,8 +22,6 @@ from website import PAGES, SCHEMES, SECTIONS, Page, artifact_name, column_px
 ALLOWED = []
 SHOWCASE = "3-positional-encoding"  # the section photographed in both schemes
 
-OPEN_EVERY_FOLD = "() => document.querySelectorAll('details').forEach((d) => { d.open = true; })"
-
 # The headings a screen reader meets (every fold open; not the theme's print-only title block)
 HEADINGS = """() => [...document.querySelectorAll('h1, h2, h3, h4, h5, h6')]
     .filter((h) => h.checkVisibility())
@@ -53,15 +51,31 @@ def test_no_wcag_violations(site, browser, path, scheme):
     with Page(browser, site, path, scheme=scheme,
               shot_on_failure=f"a11y-{artifact_name(path)}-{scheme}.png") as view:
         assert view.page.evaluate("document.documentElement.dataset.theme") == scheme
-        view.page.evaluate(OPEN_EVERY_FOLD)
+        view.open_every_fold()
         violations = axe_violations(view.page, ALLOWED)
         assert not violations, f"{path} ({scheme}):\n{describe(violations)}"
+
+
+def test_reduced_motion_opens_a_fold_at_once(site, browser):
+    """A reader whose system asks for less motion sees a fold's code at once (booksite.css); others see
+    myst-nb's 0.3 s fade-in, during which the code is at a third of its contrast."""
+    fading = {}
+    for motion in ("no-preference", "reduce"):
+        with Page(browser, site, f"notebooks/{SHOWCASE}", reduced_motion=motion) as view:
+            fading[motion] = view.page.evaluate("""() => {
+                document.querySelectorAll('div.cell details.hide').forEach((d) => { d.open = true; });
+                return document.getAnimations()
+                    .filter((a) => a.effect && a.effect.target && a.effect.target.closest('details.hide'))
+                    .length;
+            }""")
+    assert fading["no-preference"] > 0, "no fold fades in: myst-nb's animation changed; recheck the CSS rule"
+    assert fading["reduce"] == 0, f"{fading['reduce']} fold contents still fade in under reduced motion"
 
 
 @pytest.mark.parametrize("path", PAGES)
 def test_page_reads_in_order(site, browser, path):
     with Page(browser, site, path) as view:
-        view.page.evaluate(OPEN_EVERY_FOLD)
+        view.open_every_fold()
         headings = view.page.evaluate(HEADINGS)
         assert [level for level, _ in headings].count(1) == 1, f"not one h1: {headings}"
         assert headings[0][0] == 1, f"the first heading is not the h1: {headings[0]}"
@@ -73,7 +87,7 @@ def test_page_reads_in_order(site, browser, path):
 def test_keyboard_alone_works_every_control(site, browser, section):
     with Page(browser, site, f"notebooks/{section}") as view:
         page = view.page
-        page.evaluate(OPEN_EVERY_FOLD)  # a fold inside a closed one is reached once that one is open
+        view.open_every_fold()  # a fold inside a closed one is reached once that one is open
         count = page.evaluate(MARK_CONTROLS)
         assert count > 2, "no slider or fold on the page"
         reached, without_ring = set(), []
@@ -177,7 +191,7 @@ def test_figures_are_readable_in_both_schemes(site, browser, scheme):
 
     with Page(browser, site, f"notebooks/{SHOWCASE}", scheme=scheme) as view:
         page = view.page
-        page.evaluate(OPEN_EVERY_FOLD)
+        view.open_every_fold()
         figures = page.evaluate(FIGURES)
         assert figures, "no figure on the page"
         for figure in figures:

@@ -40,6 +40,17 @@ def stale():
     return any(path.stat().st_mtime > built for path in sources)
 
 
+# Opens every <details>, then waits one frame (for an opened fold's animation to start) and for
+# every finite animation to end.
+OPEN_EVERY_FOLD = """async () => {
+    document.querySelectorAll('details').forEach((d) => { d.open = true; });
+    await new Promise(requestAnimationFrame);
+    const finite = document.getAnimations()
+        .filter((a) => a.effect && a.effect.getComputedTiming().endTime !== Infinity);
+    await Promise.all(finite.map((a) => a.finished.catch(() => null)));
+}"""
+
+
 class Page:
     """A page opened with every other host blocked; what it tried and what the console said.
     A context manager: `with Page(...) as view:` closes the page on the way out, after a full-page
@@ -54,7 +65,9 @@ class Page:
         self.shot_on_failure = shot_on_failure
         if scheme:
             options.setdefault("color_scheme", scheme)
-        self.page = browser.new_page(**({"viewport": {"width": 1280, "height": 800}} | options))
+        # reduced motion: what is measured is a page at rest, not a fold half-way through fading in
+        self.page = browser.new_page(**({"viewport": {"width": 1280, "height": 800},
+                                         "reduced_motion": "reduce"} | options))
         if scheme:
             self.page.add_init_script(f"localStorage.setItem('mode', '{scheme}');"
                                       f"localStorage.setItem('theme', '{scheme}');")
@@ -74,6 +87,10 @@ class Page:
         self.page.wait_for_function("() => !window.MathJax || (MathJax.startup && MathJax.startup.promise)",
                                     timeout=30_000)
         self.page.evaluate("() => window.MathJax ? MathJax.startup.promise.then(() => true) : true")
+
+    def open_every_fold(self):
+        """Open every fold and deeper part; return once nothing on the page is still animating."""
+        self.page.evaluate(OPEN_EVERY_FOLD)
 
     def __enter__(self):
         return self
