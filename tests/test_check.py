@@ -552,8 +552,8 @@ MISTAKES = [  # (exercise, answer with the mistake, what the line must say)
     ("sinusoidal_encoding", P(sinusoidal_encoding, odd_grid_ok=True), "case grid (n1, n2) = (2, 2), d=7 (odd "
      "d): returned Tensor, expected a ValueError — a grid splits d into two halves"),
     ("sinusoidal_encoding", lambda n, d: sinusoidal_encoding(n, d) if not isinstance(n, tuple) else
-     sinusoidal_encoding(n[0] * n[1], d), "returned shape (12, 8), expected (3, 4, 8) — n may be a pair "
-     "(n1, n2) too"),
+     sinusoidal_encoding(n[0] * n[1], d),
+     "returned shape (12, 8), expected (3, 4, 8) — positions may be a pair (n1, n2) too"),
     ("rope", P(rope, interleaved=True), "interleaved pairing (2l, 2l+1)"),
     ("rope", P(rope, ignore_positions=True), "positions are ignored"),
     ("rope", P(rope, direction=-1), "wrong way"),
@@ -999,10 +999,10 @@ CHAPTER_CELLS = [  # (exercise, the chapter's cell as a reader would copy it, wh
     ("attention_flops", lambda n, d: 8 * n * d**2 + 4 * n**2 * d, "cached=m must work too"),
     ("sinusoidal_encoding", chapter_sinusoidal_table, "odd d must work too"),
     ("sinusoidal_encoding", lambda n, d: chapter_sinusoidal_table(n, d)[:, :d],  # its PositionalEncoding
-     "n may be a tensor of positions too"),
+     "positions may be a tensor too"),
     ("sinusoidal_encoding",  # the answer for positions alone: the pair read as two positions
      lambda n, d: sinusoidal_encoding(torch.tensor(n) if isinstance(n, tuple) else n, d),
-     "returned shape (2, 8), expected (3, 4, 8) — n may be a pair (n1, n2) too"),
+     "returned shape (2, 8), expected (3, 4, 8) — positions may be a pair (n1, n2) too"),
     ("attention_flops", lambda n, d, cached=0: 8 * n * d**2 + 4 * n * (n + cached) * d,  # no window
      "window=w must work too"),
     ("alibi_bias", chapter_alibi_causal_bias, "this is the causal bias"),

@@ -1,17 +1,18 @@
 """Section 3's exercise (positional encoding) and the mistakes it names.
 
-* sinusoidal_encoding: its contract grew (issue 29): `n` may also be an int64 tensor of positions, any
-  shape (a batch's position ids, a cache continuing at 40, 41, …), up to 100,000, the rows accurate to
-  float32 (the angles computed in float64), so the chapter's sinusoidal_table (arange(n), float32
-  angles) no longer answers it; sinusoidal_encoding(n, d) with an int n is what it was. Mistakes: sin/cos
-  halves instead of interleaved; exponent l/d; a frequency per column (j/d); sin and cos swapped; for
-  odd d the exponent over d + 1 or d − 1 (d made even); the angles computed in float32; the positions
-  replaced by 0..len − 1. An odd d that fails otherwise is diagnosed by where: the full pairs first
-  (their frequencies), then the last column. Reported by position i and column.
-  Its core since issue 29's seventh pass, which no cell of the chapter shows: `n` may be a pair (n1, n2),
-  an image's grid of patches, giving (n1, n2, d), d even (odd d: a ValueError): the first d/2 entries
-  encode the patch's row i1, the last d/2 its column i2, each half a complete encoding of width d/2
-  (ω_ℓ = 10000^(−2ℓ/(d/2))), interleaved as in 1-D. transformers' build_2d_sinusoidal_position_embedding
+* sinusoidal_encoding(positions, d): its contract grew (issue 29): `positions`, an int n at first, may
+  also be an int64 tensor of positions, any shape (a batch's position ids, a cache continuing at 40,
+  41, …), up to 100,000, the rows accurate to float32 (the angles computed in float64), so the
+  chapter's sinusoidal_table (arange(n), float32 angles) no longer answers it; sinusoidal_encoding(n, d)
+  with an int n is what it was. Mistakes: sin/cos halves instead of interleaved; exponent l/d; a
+  frequency per column (j/d); sin and cos swapped; for odd d the exponent over d + 1 or d − 1 (d made
+  even); the angles computed in float32; the positions replaced by 0..len − 1. An odd d that fails
+  otherwise is diagnosed by where: the full pairs first (their frequencies), then the last column.
+  Reported by position i and column.
+  Its core since issue 29's seventh pass, which no cell of the chapter shows: `positions` may be a pair
+  (n1, n2), an image's grid of patches, giving (n1, n2, d), d even (odd d: a ValueError): the first d/2
+  entries encode the patch's row i1, the last d/2 its column i2, each half a complete encoding of width
+  d/2 (ω_ℓ = 10000^(−2ℓ/(d/2))), interleaved as in 1-D. transformers' build_2d_sinusoidal_position_embedding
   is the same table with the sines before the cosines inside each half (tests/test_check.py checks the
   reference against it); ViT-MAE and AIMv2 then swap its halves, column first, as MAE's code does.
   Mistakes: each half cut from the width-d encoding; the halves swapped; the row's and the column's
@@ -98,7 +99,7 @@ def _grid_note(hw, d):
         if isinstance(got, torch.Tensor) and got.shape == (*hw, d):
             return (f"entries 0..{d // 2 - 1} of each patch must be the row i1's encoding of width d/2 = "
                     f"{d // 2}, entries {d // 2}..{d - 1} the column i2's")
-        return "n may be a pair (n1, n2) too: (n1, n2, d), one row of d for each patch"
+        return "positions may be a pair (n1, n2) too: (n1, n2, d), one row of d for each patch"
     return note
 
 
@@ -110,7 +111,7 @@ def _far(positions, d):
         if isinstance(got, torch.Tensor) and got.shape == expected.shape and torch.allclose(
                 got.detach().cpu().float(), expected, rtol=0, atol=0.05):
             return FLOAT32_ANGLES
-        return "n may be a tensor of positions too: one row of d for each entry, at that position"
+        return "positions may be a tensor too: one row of d for each entry, at that position"
     return note
 
 
