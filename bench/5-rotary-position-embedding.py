@@ -13,9 +13,10 @@ with warnings.catch_warnings():
     warnings.simplefilter('ignore')          # "called without torch.compile()": fine for checking values
     for bias_name, mod, float_mask in [('ALiBi', alibi_mod, alibi(n_kv, heads)), ('T5', t5_mod, t5_bias),
                                        ('Shaw', shaw_mod, shaw_bias)]:
-        flexed = flex_attention(q, k, v, score_mod=mod, block_mask=causal_blocks)
-        torch.testing.assert_close(flexed, attend_explicitly(q, k, v, float_mask), msg=bias_name)
-        torch.testing.assert_close(flexed, flex_reference(q, k, v, mod), msg=bias_name)
+        qkv = (q_heads, k_heads, v_heads)  # the notebook's inputs of its score_mod checks
+        flexed = flex_attention(*qkv, score_mod=mod, block_mask=causal_blocks)
+        torch.testing.assert_close(flexed, attend_explicitly(*qkv, float_mask), msg=bias_name)
+        torch.testing.assert_close(flexed, flex_reference(*qkv, mod), msg=bias_name)
 
 # What an additive bias costs SDPA: the (h, n, n) float mask it reads (ALiBi, 32 heads of width 64),
 # against the same causal attention with no mask (what RoPE needs). Memory counted from the tensor
