@@ -11,9 +11,9 @@ from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 causal_blocks = create_block_mask(causal_rule, None, None, n_kv, n_kv, device=device)
 with warnings.catch_warnings():
     warnings.simplefilter('ignore')          # "called without torch.compile()": fine for checking values
+    qkv = (q_heads, k_heads, v_heads)  # the notebook's inputs of its score_mod checks
     for bias_name, mod, float_mask in [('ALiBi', alibi_mod, alibi(n_kv, heads)), ('T5', t5_mod, t5_bias),
                                        ('Shaw', shaw_mod, shaw_bias)]:
-        qkv = (q_heads, k_heads, v_heads)  # the notebook's inputs of its score_mod checks
         flexed = flex_attention(*qkv, score_mod=mod, block_mask=causal_blocks)
         torch.testing.assert_close(flexed, attend_explicitly(*qkv, float_mask), msg=bias_name)
         torch.testing.assert_close(flexed, flex_reference(*qkv, mod), msg=bias_name)
