@@ -72,11 +72,10 @@ $(CHROMIUM):
 	$(SUDO) apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null
 
-# On the GPU, the sanitizer also masks the digits of training results (tests/nbval_sanitize_cuda.cfg).
+# The same sanitizer as on the CPU: it masks what differs between machines, a GPU among them.
 test-cuda: $(READY)
 	@$(PYTHON) -c "import sys, torch; torch.cuda.is_available() or sys.exit('make test-cuda: torch sees no GPU here (torch.cuda.is_available() is False); run it on a machine with a CUDA GPU.')"
-	mkdir -p _build && cat $(SANITIZE) tests/nbval_sanitize_cuda.cfg > _build/nbval_sanitize_cuda.cfg
-	$(PYTHON) -m pytest notebooks $(NBVAL) --nbval-sanitize-with _build/nbval_sanitize_cuda.cfg --nbval-kernel-name book-cuda
+	$(PYTHON) -m pytest notebooks $(NBVAL) --nbval-kernel-name book-cuda
 
 # pin first: a changed attnbook/ or address rewrites the chapters' first cell, then their notebooks.
 notebooks: pin $(NOTEBOOKS)
