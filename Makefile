@@ -89,9 +89,10 @@ publish-check: $(READY)
 	@$(PYTHON) site/publish.py check
 
 # jupytext writes the notebook from its chapter and executes it on the kernel named in the chapter
-# (python3), on the CPU whatever the machine has.
+# (python3), on the CPU whatever the machine has. The kernel is told its chapter as JupyterLab tells
+# it its notebook (JPY_SESSION_NAME): each figure's words for screen readers are the chapter's alt text.
 notebooks/%.ipynb: chapters/%.md attnbook/*.py attnbook/checks/*.py | $(READY)
-	BOOK_DEVICE=cpu $(PYTHON) -m jupytext --to ipynb --execute -o $@ $<
+	BOOK_DEVICE=cpu JPY_SESSION_NAME=$(abspath $<) $(PYTHON) -m jupytext --to ipynb --execute -o $@ $<
 
 # The student edition: nbconvert drops the cells tagged `answer` (code and outputs) and `book-only`
 # (the line that says worked answers follow); the exercises' stubs and their checks stay. From the

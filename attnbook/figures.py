@@ -56,10 +56,13 @@ def show_figures_with_words():
     """Every figure a cell shows comes with its words, made at execution from the figure itself.
 
     JupyterLab (4.6) draws an image output as an <img> without alt text, whatever the output's
-    metadata says. So after the image, one more output holds `in_words(fig)` in a paragraph with
+    metadata says. So after the image, one more output holds the figure's words in a paragraph with
     JupyterLab's screen-reader-only class: read aloud after the picture, not seen. The image output
     carries the same words as its `alt` metadata, which nbconvert's HTML export puts on the <img>.
-    The chapter's own alt text (cell metadata, `mystnb: image: alt:`) is what the website shows.
+
+    The words are the book's own alt text for the cell (its metadata `mystnb: image: alt:`, which the
+    website shows too), found by the cell's code in the notebook this kernel runs (`book_alt_text`);
+    for a cell the reader has changed, or where no notebook is found, `in_words(fig)`.
     """
     from IPython import get_ipython
 
@@ -67,6 +70,62 @@ def show_figures_with_words():
     if shell is None:
         return
     shell.display_formatter.ipython_display_formatter.for_type(Figure, show_with_words)
+    if _remember_cell not in shell.events.callbacks["pre_run_cell"]:
+        shell.events.register("pre_run_cell", _remember_cell)
+
+
+_running = {"code": None}  # the code of the cell being run (IPython's pre_run_cell event)
+_alt_texts = {}  # path -> (modification time, {a figure cell's code: its alt text})
+
+
+def _remember_cell(info):
+    _running["code"] = info.raw_cell
+
+
+def book_alt_text(code, shell):
+    """The alt text the book wrote for the cell whose code is `code` (stripped), or None.
+
+    Looked for in the notebook this kernel runs: the session's (JupyterLab and Jupyter Notebook tell the
+    kernel, as `__session__`; VS Code as `__vsc_ipynb_file__`), else each notebook in the working
+    directory (nbval, a hub's kernel started elsewhere). A session may name a chapter's .md (jupytext
+    reads it). A cell's code is matched whole, so an edited cell gets no stale words.
+    """
+    import os
+    import pathlib
+
+    named = [shell.user_ns.get(key) for key in ("__session__", "__vsc_ipynb_file__")]
+    paths = [pathlib.Path(p) for p in named if isinstance(p, str) and p]
+    paths += [pathlib.Path.cwd() / p.name for p in paths] + sorted(pathlib.Path.cwd().glob("*.ipynb"))
+    for path in dict.fromkeys(paths):
+        try:
+            mtime = os.path.getmtime(path)
+            if _alt_texts.get(path, (None,))[0] != mtime:
+                _alt_texts[path] = (mtime, _cells_alt_texts(path))
+        except (OSError, ValueError, KeyError, ImportError):
+            continue
+        alt = _alt_texts[path][1].get(code.strip())
+        if alt:
+            return " ".join(alt.split())
+    return None
+
+
+def _cells_alt_texts(path):
+    """{code: alt text} of a notebook's (or a jupytext chapter's) cells that have one."""
+    if path.suffix == ".ipynb":
+        import json
+
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    else:
+        import jupytext
+
+        cells = jupytext.read(path).cells
+    found = {}
+    for cell in cells:
+        image = cell.get("metadata", {}).get("mystnb", {}).get("image", {})
+        if cell.get("cell_type") == "code" and isinstance(image, dict) and image.get("alt"):
+            source = cell["source"]
+            found[("".join(source) if isinstance(source, list) else source).strip()] = str(image["alt"])
+    return found
 
 
 def show_with_words(fig):
@@ -81,7 +140,8 @@ def show_with_words(fig):
         data, metadata = formatter.format(fig)
     finally:
         formatter.ipython_display_formatter.enabled = True
-    words = in_words(fig)
+    code = _running["code"]
+    words = (code and book_alt_text(code, get_ipython())) or in_words(fig)
     for mime in data:
         if mime.startswith("image/"):
             metadata[mime] = {**metadata.get(mime, {}), "alt": words}

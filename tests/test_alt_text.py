@@ -97,7 +97,8 @@ def test_notebook_carries_the_chapters_alt_texts(notebook):
 def test_jupyterlab_reads_each_figures_words_after_it(notebook):
     """JupyterLab shows no alt text on an image output: the executed notebook carries, right after each
     matplotlib figure, its words for screen readers (attnbook.figures.show_with_words), the same as
-    the image's `alt` metadata. An explorer's stored picture has its describing function's words."""
+    the image's `alt` metadata: the chapter's alt text for the cell, which the kernel found by the cell's
+    code (and nbval's rerun finds again). An explorer's stored picture has its describing function's words."""
     for index, cell in enumerate(nbformat.read(notebook, as_version=4).cells):
         outputs = cell.get("outputs", [])
         for position, output in enumerate(outputs):
@@ -109,7 +110,8 @@ def test_jupyterlab_reads_each_figures_words_after_it(notebook):
                 continue
             after = outputs[position + 1] if position + 1 < len(outputs) else {}
             assert after.get("metadata", {}).get(WORDS_KEY), f"cell {index}: no words after its figure"
-            assert after["data"]["text/plain"] == alt
+            assert after["data"]["text/plain"] == alt == " ".join(cell_alt(cell).split()), (
+                f"cell {index}: its figure's words are not the chapter's alt text: run `make notebooks`")
             assert 'class="jp-sr-only"' in after["data"]["text/html"]
 
 

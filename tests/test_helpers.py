@@ -90,6 +90,47 @@ def test_a_figure_is_shown_with_its_words_for_screen_readers():
     assert words_data["text/html"].endswith(">" + html.escape(words) + "</p>")
 
 
+def test_a_figure_cells_words_are_the_books_alt_text(tmp_path, monkeypatch):
+    """In a kernel that knows its notebook (JupyterLab's `__session__`), or finds it in its working
+    directory (nbval), or is told its chapter (make notebooks), a figure's words are the alt text the book
+    wrote for that cell; a cell whose code the reader changed gets the figure's own words instead."""
+    import jupytext
+    import nbformat
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+
+    attnbook.use_png_figures()
+    shell = InteractiveShell.instance()
+    shell.display_formatter.active_types = shell.display_formatter.format_types
+    code = ("from matplotlib.figure import Figure\nfig = Figure(figsize=(2, 2))\n"
+            "fig.subplots().plot([0, 1], [0, 1])\ndisplay(fig)")
+    alt = "A straight line rising from the bottom left corner to the top right one, at 45 degrees."
+    book = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1"), nbformat.v4.new_code_cell(
+        code, metadata={"mystnb": {"image": {"alt": alt}}})])
+
+    def words_shown(cell_code):
+        with capture_output() as captured:
+            shell.run_cell(cell_code)
+        (image, words), = zip(captured.outputs[::2], captured.outputs[1::2])
+        assert image.metadata["image/png"]["alt"] == words.data["text/plain"]
+        return words.data["text/plain"]
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    nbformat.write(book, tmp_path / "1-section.ipynb")
+    shell.user_ns["__session__"] = str(tmp_path / "1-section.ipynb")
+    assert words_shown(code) == alt  # the session's notebook
+    assert words_shown(code + "  # changed").startswith("Figure in words, 1 panel")
+    jupytext.write(book, tmp_path / "1-section.md", fmt="md:myst")
+    shell.user_ns["__session__"] = str(tmp_path / "1-section.md")
+    assert words_shown(code) == alt  # a chapter, as make notebooks runs it
+    del shell.user_ns["__session__"]
+    assert words_shown(code).startswith("Figure in words")  # no session, no notebook here
+    monkeypatch.chdir(tmp_path)
+    assert words_shown(code) == alt  # a notebook in the working directory, as under nbval
+
+
 def test_a_dial_has_a_caption_and_a_row_name_not_axes():
     """A dial's x label is the caption under it and its y label names the row (section 6's figure 2); a
     drawing without ticks keeps its axes (section 3's unit circles: sine across, cosine up)."""
