@@ -1,7 +1,8 @@
 """The book in a real browser: JupyterLab from this environment, driven in Debian's headless Chromium.
 
 For each notebook: open it, run all cells, then move its explorer's d and n sliders as a reader
-would (type a value into the slider's box, press Enter). Checked: no cell ends in an error, each move
+would (type a value into the slider's box, press Enter). Checked: no cell ends in an error, each figure
+is followed by the chapter's alt text for screen readers (the kernel found it in the notebook), each move
 replaces the figure with the one for the new values (the image's attnbook-for-NAME-VALUE classes),
 and no move shows an error message or a greyed-out picture. Measured:
 slider-to-pixels latency (Enter pressed -> new image loaded in the page), median per notebook,
@@ -210,6 +211,25 @@ def run_all(page, url, token, section, workspace):
     return page.evaluate(NOTEBOOK_STATE)
 
 
+# The words the kernel sent after each matplotlib figure (attnbook.figures.WORDS_KEY), in order.
+FIGURE_WORDS = """() => {
+    const cells = window.jupyterapp.shell.currentWidget.content.model.cells, words = [];
+    for (let i = 0; i < cells.length; i++)
+        for (const output of cells.get(i).outputs ? cells.get(i).outputs.toJSON() : [])
+            if ((output.metadata || {}).attnbook_figure_words) words.push(output.data['text/plain']);
+    return words;
+}"""
+
+
+def stored_figure_words(section):
+    """The words the committed notebook stores after each matplotlib figure (the chapter's alt texts)."""
+    cells = json.loads((ROOT / "notebooks" / f"{section}.ipynb").read_text())["cells"]
+    words = ["".join(o["data"]["text/plain"]) for c in cells for o in c.get("outputs", [])
+             if o.get("metadata", {}).get("attnbook_figure_words")]
+    assert words, f"{section}: no figure words stored"
+    return words
+
+
 @pytest.mark.parametrize("section", SECTIONS)
 def test_notebook_runs_and_sliders_redraw(lab, browser, section):
     url, token = lab
@@ -218,6 +238,8 @@ def test_notebook_runs_and_sliders_redraw(lab, browser, section):
     try:
         state = run_all(page, url, token, section, workspace=section)
         assert state["errors"] == [], state["errors"]
+        # run live, each figure's words for screen readers are the chapter's alt text, as stored
+        assert page.evaluate(FIGURE_WORDS) == stored_figure_words(section), "not the book's alt texts"
 
         notebook = page.locator(".jp-NotebookPanel:visible")
         box = notebook.locator(".widget-vbox").filter(has=page.locator("img.attnbook-figure")).first
