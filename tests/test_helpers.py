@@ -111,7 +111,7 @@ def test_a_figure_cells_words_are_the_books_alt_text(tmp_path, monkeypatch):
     def words_shown(cell_code):
         with capture_output() as captured:
             shell.run_cell(cell_code)
-        (image, words), = zip(captured.outputs[::2], captured.outputs[1::2])
+        image, words = captured.outputs  # the figure, then its words
         assert image.metadata["image/png"]["alt"] == words.data["text/plain"]
         return words.data["text/plain"]
 
