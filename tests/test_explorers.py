@@ -234,7 +234,8 @@ def test_complexity_explorer_at_its_suggested_settings(explorers):
         assert live.set(n=1000, d=64, kernel_width=5)
         assert live.image.value != before
         assert live.fig.axes[1].get_title() == "reaches input 0 after 500 layers"
-        assert "FLOPs: convolution" in live.readout.value and "convolution 500 layers" in live.readout.value
+        assert "FLOPs: convolution" in live.readout.value
+        assert "Path in edges: convolution 500, RNN 1000, self-attention 1." in live.readout.value
         curves = [line.get_ydata() for line in live.fig.axes[0].get_lines() if len(line.get_ydata()) > 2]
         low, high = live.fig.axes[0].get_ylim()  # a third of the least FLOPs, three times the most
         assert np.isclose(3 * low, min(c[0] for c in curves))
@@ -246,10 +247,10 @@ def test_complexity_explorer_at_its_suggested_settings(explorers):
             field = live.fig.axes[1]
             assert all(float(t).is_integer() for t in [*field.get_xticks(), *field.get_yticks()])
             assert field.get_title() == "reaches input 0 after 1 layer"
-            assert "self-attention 1 layer" in live.readout.value
+            assert live.readout.value.endswith("self-attention 1."), live.readout.value
             assert all(live.fig.bbox.contains(*corner) for ax in live.fig.axes
                        for corner in ax.get_tightbbox(renderer).corners())  # every label inside the picture
-        assert "RNN 2 edges," in live.readout.value  # n = 2: x_0 -> s_0 -> s_1, the count the table uses
+        assert "RNN 2, self-attention 1." in live.readout.value  # n = 2: x_0 -> s_0 -> s_1, as the table
         assert not live.set(kernel_width=4) and "odd κ" in live.readout.value
         assert live.set(**start) and live.fig.canvas is live.canvas  # still drawing on its own canvas
     finally:
