@@ -72,14 +72,21 @@ def show_figures_with_words():
     shell.display_formatter.ipython_display_formatter.for_type(Figure, show_with_words)
     if _remember_cell not in shell.events.callbacks["pre_run_cell"]:
         shell.events.register("pre_run_cell", _remember_cell)
+        shell.events.register("post_run_cell", _forget_cell)
 
 
-_running = {"code": None}  # the code of the cell being run (IPython's pre_run_cell event)
+_running = {"code": None}  # the code of the cell being run (IPython's pre_run_cell event), else None
 _alt_texts = {}  # path -> (modification time, {a figure cell's code: its alt text})
 
 
 def _remember_cell(info):
     _running["code"] = info.raw_cell
+
+
+def _forget_cell(result):
+    """After a cell (and after the inline backend has shown its figures, at post_execute), a figure that a
+    widget redraws belongs to no cell: it gets in_words, not the alt text of the cell run last."""
+    _running["code"] = None
 
 
 def book_alt_text(code, shell):
@@ -90,23 +97,31 @@ def book_alt_text(code, shell):
     directory (nbval, a hub's kernel started elsewhere). A session may name a chapter's .md (jupytext
     reads it). A cell's code is matched whole, so an edited cell gets no stale words.
     """
-    import os
     import pathlib
 
     named = [shell.user_ns.get(key) for key in ("__session__", "__vsc_ipynb_file__")]
     paths = [pathlib.Path(p) for p in named if isinstance(p, str) and p]
-    paths += [pathlib.Path.cwd() / p.name for p in paths] + sorted(pathlib.Path.cwd().glob("*.ipynb"))
-    for path in dict.fromkeys(paths):
-        try:
-            mtime = os.path.getmtime(path)
-            if _alt_texts.get(path, (None,))[0] != mtime:
-                _alt_texts[path] = (mtime, _cells_alt_texts(path))
-        except (OSError, ValueError, KeyError, ImportError):
-            continue
-        alt = _alt_texts[path][1].get(code.strip())
+    for path in dict.fromkeys(paths + [pathlib.Path.cwd() / p.name for p in paths]):
+        alt = _alt_text_in(path, code)
         if alt:
-            return " ".join(alt.split())
+            return alt
+    for path in sorted(pathlib.Path.cwd().glob("*.ipynb")):  # else the notebooks beside the kernel (nbval)
+        alt = _alt_text_in(path, code)
+        if alt:
+            return alt
     return None
+
+
+def _alt_text_in(path, code):
+    """The alt text of the cell with this code in the notebook at path (read once per modification)."""
+    try:
+        mtime = path.stat().st_mtime
+        if _alt_texts.get(path, (None,))[0] != mtime:
+            _alt_texts[path] = (mtime, _cells_alt_texts(path))
+    except (OSError, ValueError, KeyError, ImportError):
+        return None
+    alt = _alt_texts[path][1].get(code.strip())
+    return " ".join(alt.split()) if alt else None
 
 
 def _cells_alt_texts(path):

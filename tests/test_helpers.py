@@ -121,6 +121,9 @@ def test_a_figure_cells_words_are_the_books_alt_text(tmp_path, monkeypatch):
     nbformat.write(book, tmp_path / "1-section.ipynb")
     shell.user_ns["__session__"] = str(tmp_path / "1-section.ipynb")
     assert words_shown(code) == alt  # the session's notebook
+    with capture_output() as captured:  # drawn again after the cell, as a widget's callback redraws
+        shell.display_formatter.format(shell.user_ns["fig"])
+    assert captured.outputs[-1].data["text/plain"].startswith("Figure in words, 1 panel")
     assert words_shown(code + "  # changed").startswith("Figure in words, 1 panel")
     jupytext.write(book, tmp_path / "1-section.md", fmt="md:myst")
     shell.user_ns["__session__"] = str(tmp_path / "1-section.md")
