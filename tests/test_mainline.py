@@ -1,10 +1,10 @@
 """Each section's main line fits a lecture, and what is not main line is folded, one click away.
 
 Main line: every cell not tagged `deeper` or `answer`. Per section (measured on the executed notebook):
-at most MAX_WORDS words of prose, at most MAX_CODE_LINES visible lines of code, at least MIN_FIGURES
-figures. Words are counted in markdown cells with displayed math removed and each inline formula
-counted as one word, except the reference list (the cell headed `## References`: a lecture does not
-read it out); visible code is the non-blank lines of code cells whose input is not folded
+at most MAX_WORDS words of prose, at most MAX_CODE_LINES visible lines of code, none wider than MAX_WIDTH
+characters (a projected line that wraps is misread), at least MIN_FIGURES figures. Words are counted in
+markdown cells with displayed math removed and each inline formula counted as one word, except the reference
+list (the cell headed `## References`: a lecture does not read it out); visible code is the non-blank lines of code cells whose input is not folded
 (`jupyter.source_hidden`); a figure is a code cell whose output holds an image, or an image in markdown.
 
 Deeper parts: a markdown cell tagged `deeper` that starts with a heading `Deeper: ...`, stored
@@ -26,6 +26,7 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 # (rounds 16-23) and the same sections cut to ~1,500 words at 35-65 (round 24, bench/results/reading-*.md).
 # A lecture is 50 minutes, so the main line keeps to the cut: a fix that needs words moves others out.
 MAX_WORDS, MAX_CODE_LINES, MIN_FIGURES = 1500, 100, 4
+MAX_WIDTH = 110  # the lint's line length for the book's code
 HEADING = re.compile(r"^(#{1,6})\s+(.*)")
 
 
@@ -56,7 +57,11 @@ def has_image(cell):
 def measure(notebook):
     """Main-line words, visible code lines, figures, and the deeper parts' headings."""
     main = [cell for cell in notebook.cells if not tags(cell) & {"deeper", "answer"}]
+    shown = [cell for cell in main if cell.cell_type == "code"
+             and not cell.metadata.get("jupyter", {}).get("source_hidden")]
+    visible = [line for cell in shown for line in cell.source.splitlines()]
     return {
+        "widest code line": max(map(len, visible), default=0),
         "words": sum(words(cell.source) for cell in main if cell.cell_type == "markdown"
                      and heading(cell) != (2, "References")),
         "code lines": sum(len([line for line in cell.source.splitlines() if line.strip()])
@@ -100,6 +105,7 @@ def test_main_line_fits_a_lecture(path):
     found = measure(nbformat.read(path, as_version=4))
     assert found["words"] <= MAX_WORDS, found
     assert found["code lines"] <= MAX_CODE_LINES, found
+    assert found["widest code line"] <= MAX_WIDTH, found
     assert found["figures"] >= MIN_FIGURES, found
     assert found["deeper parts"], "no deeper part: the engineering belongs in folded parts"
 
@@ -154,6 +160,10 @@ def test_the_counters_count_what_they_say():
     references = nbformat.v4.new_markdown_cell("## References\n\n* Vaswani et al. (2017), *Attention*.")
     lecture = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("Text."), references])
     assert measure(lecture)["words"] == 1  # the reference list is not read out
+    lecture.cells.append(nbformat.v4.new_code_cell("x = 1\n" + "y" * 111))
+    assert measure(lecture)["widest code line"] == 111
+    lecture.cells[-1].metadata["jupyter"] = {"source_hidden": True}
+    assert measure(lecture)["widest code line"] == 0  # collapsed code is not projected
     plain.source = "Hints.\n\n## References"  # the main line's next heading, folded inside the part
     assert deeper_part_errors(notebook) == [
         "cell 1: a deeper cell hides the heading '## References': start a new cell (+++) before it"]
