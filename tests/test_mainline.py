@@ -1,11 +1,12 @@
 """Each section's main line fits a lecture, and what is not main line is folded, one click away.
 
-Main line: every cell not tagged `deeper` or `answer`. Per section (measured on the executed notebook):
-at most MAX_WORDS words of prose, at most MAX_CODE_LINES visible lines of code, none wider than MAX_WIDTH
+Main line: every cell not tagged `deeper` or `answer`. Per section (measured on the executed notebook): at
+most MAX_WORDS words of prose, at most MAX_CODE_LINES visible lines of code, none wider than MAX_WIDTH
 characters (a projected line that wraps is misread), at least MIN_FIGURES figures. Words are counted in
 markdown cells with displayed math removed and each inline formula counted as one word, except the reference
-list (the cell headed `## References`: a lecture does not read it out); visible code is the non-blank lines
-of code cells whose input is not folded (`jupyter.source_hidden`); a figure is a code cell whose output holds an image, or an image in markdown.
+list (the cell headed `## References`: a lecture does not read it out); visible code is the non-blank lines of
+code cells whose input is not folded (`jupyter.source_hidden`); a figure is a code cell whose output holds an
+image, or an image in markdown.
 
 Deeper parts: a markdown cell tagged `deeper` that starts with a heading `Deeper: ...`, stored
 collapsed (`jp-MarkdownHeadingCollapsed`), opens a part; JupyterLab folds every cell up to the next
