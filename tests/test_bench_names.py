@@ -45,11 +45,14 @@ def free_names(tree):
     return loaded - bound - set(dir(builtins))
 
 
+def without_magics(source):
+    """A cell's code without its IPython magics and shell lines, which ast cannot parse."""
+    return "\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!")))
+
+
 def chapter_names(section):
     notebook = jupytext.read(ROOT / "chapters" / f"{section}.md")
-    lines = [line for cell in notebook.cells if cell.cell_type == "code"
-             for line in cell.source.splitlines() if not line.lstrip().startswith(("%", "!"))]  # no magics
-    code = "\n".join(lines)
+    code = "\n".join(without_magics(cell.source) for cell in notebook.cells if cell.cell_type == "code")
     return top_level_names(ast.parse(code)) | {"get_ipython", "display"}
 
 

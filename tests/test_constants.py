@@ -12,25 +12,22 @@ import re
 
 import jupytext
 import pytest
+from test_bench_names import top_level_names, without_magics
 
 CHAPTERS = sorted(pathlib.Path(__file__).resolve().parents[1].glob("chapters/*.md"))
 
 
 def constants_assigned(source):
-    """The capitalised names a cell's top-level statements assign."""
-    code = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!")))
-    names = set()
-    for node in ast.parse(code).body:
-        targets = node.targets if isinstance(node, ast.Assign) else (
-            [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else [])
-        names |= {name.id for target in targets for name in ast.walk(target)
-                  if isinstance(name, ast.Name) and re.fullmatch(r"[A-Z][A-Z0-9_]+", name.id)}
-    return names
+    """The capitalised names a cell binds at its top level (test_bench_names's reading: assignments, also in
+    loops, with, if and try; defs, classes, imports)."""
+    return {name for name in top_level_names(ast.parse(without_magics(source)))
+            if re.fullmatch(r"[A-Z][A-Z0-9_]+", name)}
 
 
 def test_a_reassigned_constant_is_found():
     source = "SHOWN_AS = {}\nZ = 1\nA, (B_2, c) = 1, (2, 3)\nN_MAX += 1\n%matplotlib inline"
     assert constants_assigned(source) == {"SHOWN_AS", "B_2", "N_MAX"}
+    assert constants_assigned("if True:\n    TOY = 1\ndef f():\n    LOCAL = 2") == {"TOY"}
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda path: path.stem)

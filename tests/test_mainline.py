@@ -65,9 +65,7 @@ def measure(notebook):
         "widest code line": max(map(len, visible), default=0),
         "words": sum(words(cell.source) for cell in main if cell.cell_type == "markdown"
                      and heading(cell) != (2, "References")),
-        "code lines": sum(len([line for line in cell.source.splitlines() if line.strip()])
-                          for cell in main if cell.cell_type == "code"
-                          and not cell.metadata.get("jupyter", {}).get("source_hidden")),
+        "code lines": sum(1 for line in visible if line.strip()),
         "figures": sum(has_image(cell) for cell in main),
         "deeper parts": [heading(cell)[1] for cell in notebook.cells
                          if "deeper" in tags(cell) and heading(cell)
