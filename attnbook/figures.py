@@ -101,15 +101,12 @@ def book_alt_text(code, shell):
 
     named = [shell.user_ns.get(key) for key in ("__session__", "__vsc_ipynb_file__")]
     paths = [pathlib.Path(p) for p in named if isinstance(p, str) and p]
-    for path in dict.fromkeys(paths + [pathlib.Path.cwd() / p.name for p in paths]):
-        alt = _alt_text_in(path, code)
-        if alt:
-            return alt
-    for path in sorted(pathlib.Path.cwd().glob("*.ipynb")):  # else the notebooks beside the kernel (nbval)
-        alt = _alt_text_in(path, code)
-        if alt:
-            return alt
-    return None
+
+    def candidates():  # lazily: the working directory is globbed only when the session has no match
+        yield from dict.fromkeys(paths + [pathlib.Path.cwd() / p.name for p in paths])
+        yield from sorted(pathlib.Path.cwd().glob("*.ipynb"))  # the notebooks beside the kernel (nbval)
+
+    return next((alt for path in candidates() if (alt := _alt_text_in(path, code))), None)
 
 
 def _alt_text_in(path, code):
