@@ -17,7 +17,7 @@ def site():
         import build
 
         build.html()
-    with serve(HTML) as url:
+    with serve(HTML, max_age=600) as url:  # as GitHub Pages serves the published site
         yield url
 
 

@@ -75,6 +75,12 @@ STEP = """async ([name, index]) => {
             output: input.nextElementSibling.textContent};
 }"""
 
+# Whether every one of these pictures has been fetched: the page's resource timing has a finished entry.
+ARRIVED = """(sources) => {
+    const done = performance.getEntriesByType('resource').filter((e) => e.responseEnd > 0).map((e) => e.name);
+    return sources.every((src) => done.some((url) => url.endsWith('/' + src)));
+}"""
+
 
 @pytest.fixture(scope="module", autouse=True)
 def fresh_report():
@@ -114,8 +120,10 @@ def test_precomputed_explorer_moves(site, browser, section):
         box = page.locator(".attnbook-explorer.explorer-live")
         assert box.count() == 1, "no precomputed explorer on the page"
         box.scroll_into_view_if_needed()
+        page.evaluate("() => performance.setResourceTimingBufferSize(10000)")
         box.dispatch_event("pointerenter")  # the page starts loading the pictures here
-        page.wait_for_load_state("networkidle")
+        # until every picture has arrived (the page's own record of it), however slow the machine
+        page.wait_for_function(ARRIVED, arg=sorted({p["src"] for p in manifest["pictures"].values()}))
         preloaded = len(requests)  # the first use loads every picture; the steps then fetch none
         timings, index = [], {name: manifest[name].index(manifest["default"][name]) for name in ("d", "n")}
         for name in ("d", "n", "d", "n"):
