@@ -27,7 +27,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from measured import ARTIFACTS, record
 from test_alt_text import FILE_NAME
-from website import HTML, PAGES, ROOT, SECTIONS, Page, artifact_name
+from website import HTML, PAGES, ROOT, SECTIONS, Page, artifact_name, local
 
 STEP_TARGET_MS = 50
 SHOWCASE = "3-positional-encoding"  # the page whose explorer is photographed at 100 % and 150 %
@@ -150,7 +150,7 @@ def test_precomputed_explorer_moves(site, browser, section):
         assert page.evaluate(IMAGES) == []
         fetched = page.evaluate(FROM_SERVER) - preloaded
         assert fetched == 0, f"the slider steps fetched {fetched} pictures from the server, not the cache"
-        foreign = [url for url in requests if not url.startswith((site + "/", "data:"))]
+        foreign = [url for url in requests if not local(url, site)]
         median = statistics.median(timings)
         line = (f"measured: {section} precomputed slider step (input -> picture decoded and painted) = "
                 f"{median:.1f} ms median of {len(timings)} steps, max {max(timings):.1f} "

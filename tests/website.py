@@ -51,6 +51,11 @@ OPEN_EVERY_FOLD = """async () => {
 }"""
 
 
+def local(url, site):
+    """Whether a page's request stays on the served site (or is a data: URL): the rest are other hosts."""
+    return url.startswith((site + "/", "data:"))
+
+
 class Page:
     """A page opened with every other host blocked; what it tried and what the console said.
     A context manager: `with Page(...) as view:` closes the page on the way out, after a full-page
@@ -76,7 +81,7 @@ class Page:
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
 
         def route(route):
-            if route.request.url.startswith(site + "/") or route.request.url.startswith("data:"):
+            if local(route.request.url, site):
                 route.continue_()
             else:
                 self.foreign.append(route.request.url)
