@@ -66,6 +66,8 @@ def _site_drive(out, grid_size):
     controls = live.controls
 
     def valid(control):
+        if isinstance(control, ipywidgets.SelectionSlider):  # its options, as the reader can set them
+            return list(control.options)
         step = control.step or 1
         return list(range(control.min, control.max + 1, step))
 
