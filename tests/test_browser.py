@@ -70,7 +70,7 @@ NOTEBOOK_STATE = """() => {
 WATCH_IMAGE = """(img) => {
     window.__moveStart = null; window.__moveEnd = null;
     document.addEventListener('keydown', (e) => {
-        if (e.key === 'Enter') window.__moveStart = performance.now();
+        if (['Enter', 'ArrowLeft', 'ArrowRight'].includes(e.key)) window.__moveStart = performance.now();
     }, {capture: true});
     img.addEventListener('load', () => { window.__moveEnd = performance.now(); });
 }"""
@@ -167,13 +167,40 @@ def named_slider(box, name):
     return matching[0]
 
 
-def other_value(widget):
-    """A value for the slider other than its current one, even when that is even (widths move in 2s)."""
+def is_selection(widget):
+    """A SelectionSlider (of numbers): its handle's aria value is the option's index, not the value its
+    readout shows, and the handle steps through the options."""
+    shown = int(widget.locator(".widget-readout").text_content().strip())
+    return float(widget.locator(".noUi-handle").get_attribute("aria-valuenow")) != shown
+
+
+def other_value(page, widget, image):
+    """A value for the slider other than its current one, even when that is even (widths move in 2s); for a
+    SelectionSlider, the next option (the previous one at the end), found by stepping there and back."""
     value = int(widget.locator(".widget-readout").text_content().strip())
     handle = widget.locator(".noUi-handle")
     low, high = (float(handle.get_attribute(f"aria-value{end}")) for end in ("min", "max"))
+    if is_selection(widget):
+        forward = float(handle.get_attribute("aria-valuenow")) < high
+        step(page, widget, "ArrowRight" if forward else "ArrowLeft", image)
+        neighbour = int(widget.locator(".widget-readout").text_content().strip())
+        step(page, widget, "ArrowLeft" if forward else "ArrowRight", image)
+        assert int(widget.locator(".widget-readout").text_content().strip()) == value != neighbour
+        return value, neighbour
     candidates = [2 * value, value // 2 if value % 4 == 0 else None, value + 2, value - 2]
     return value, next(v for v in candidates if v is not None and low <= v <= high and v != value)
+
+
+def step(page, widget, key, image):
+    """Press `key` on the slider's handle; return ms until the new image loaded."""
+    before = image.get_attribute("src")
+    widget.locator(".noUi-handle").focus()
+    page.evaluate("() => { window.__moveEnd = null; }")
+    page.keyboard.press(key)
+    page.wait_for_function("() => window.__moveEnd !== null && window.__moveEnd > window.__moveStart",
+                           timeout=30_000)
+    assert image.get_attribute("src") != before, "the figure did not change"
+    return page.evaluate("() => window.__moveEnd - window.__moveStart")
 
 
 def wait_for_text(page, element, text):
@@ -183,7 +210,11 @@ def wait_for_text(page, element, text):
 
 
 def move(page, widget, value, image):
-    """Type a value into the slider's box and press Enter; return ms until the new image loaded."""
+    """Type a value into the slider's box and press Enter (a SelectionSlider: step its handle to the value,
+    one option away); return ms until the new image loaded."""
+    if is_selection(widget):
+        current = int(widget.locator(".widget-readout").text_content().strip())
+        return step(page, widget, "ArrowRight" if value > current else "ArrowLeft", image)
     before = image.get_attribute("src")
     readout = widget.locator(".widget-readout")
     readout.click()
@@ -253,7 +284,7 @@ def test_notebook_runs_and_sliders_redraw(lab, browser, section):
             wait_for_text(page, readout, choice)
         d_slider, n_slider = named_slider(box, "d"), named_slider(box, "n")
         assert d_slider.locator(".noUi-target[disabled]").count() == 0, "d is disabled: choose a menu option"
-        d_values, n_values = other_value(d_slider), other_value(n_slider)
+        d_values, n_values = other_value(page, d_slider, image), other_value(page, n_slider, image)
 
         latencies = []
         for step in range(MOVES):
