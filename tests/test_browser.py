@@ -167,40 +167,49 @@ def named_slider(box, name):
     return matching[0]
 
 
+def readout_value(widget):
+    """The number the slider's readout shows."""
+    return int(widget.locator(".widget-readout").text_content().strip())
+
+
 def is_selection(widget):
     """A SelectionSlider (of numbers): its handle's aria value is the option's index, not the value its
     readout shows, and the handle steps through the options."""
-    shown = int(widget.locator(".widget-readout").text_content().strip())
-    return float(widget.locator(".noUi-handle").get_attribute("aria-valuenow")) != shown
+    return float(widget.locator(".noUi-handle").get_attribute("aria-valuenow")) != readout_value(widget)
 
 
 def other_value(page, widget, image):
     """A value for the slider other than its current one, even when that is even (widths move in 2s); for a
     SelectionSlider, the next option (the previous one at the end), found by stepping there and back."""
-    value = int(widget.locator(".widget-readout").text_content().strip())
+    value = readout_value(widget)
     handle = widget.locator(".noUi-handle")
     low, high = (float(handle.get_attribute(f"aria-value{end}")) for end in ("min", "max"))
     if is_selection(widget):
         forward = float(handle.get_attribute("aria-valuenow")) < high
         step(page, widget, "ArrowRight" if forward else "ArrowLeft", image)
-        neighbour = int(widget.locator(".widget-readout").text_content().strip())
+        neighbour = readout_value(widget)
         step(page, widget, "ArrowLeft" if forward else "ArrowRight", image)
-        assert int(widget.locator(".widget-readout").text_content().strip()) == value != neighbour
+        assert readout_value(widget) == value != neighbour
         return value, neighbour
     candidates = [2 * value, value // 2 if value % 4 == 0 else None, value + 2, value - 2]
     return value, next(v for v in candidates if v is not None and low <= v <= high and v != value)
 
 
-def step(page, widget, key, image):
-    """Press `key` on the slider's handle; return ms until the new image loaded."""
+def press(page, key, image):
+    """Press `key` where the focus is; return ms until the new image loaded."""
     before = image.get_attribute("src")
-    widget.locator(".noUi-handle").focus()
     page.evaluate("() => { window.__moveEnd = null; }")
     page.keyboard.press(key)
     page.wait_for_function("() => window.__moveEnd !== null && window.__moveEnd > window.__moveStart",
                            timeout=30_000)
     assert image.get_attribute("src") != before, "the figure did not change"
     return page.evaluate("() => window.__moveEnd - window.__moveStart")
+
+
+def step(page, widget, key, image):
+    """Press `key` on the slider's handle; return ms until the new image loaded."""
+    widget.locator(".noUi-handle").focus()
+    return press(page, key, image)
 
 
 def wait_for_text(page, element, text):
@@ -213,19 +222,11 @@ def move(page, widget, value, image):
     """Type a value into the slider's box and press Enter (a SelectionSlider: step its handle to the value,
     one option away); return ms until the new image loaded."""
     if is_selection(widget):
-        current = int(widget.locator(".widget-readout").text_content().strip())
-        return step(page, widget, "ArrowRight" if value > current else "ArrowLeft", image)
-    before = image.get_attribute("src")
-    readout = widget.locator(".widget-readout")
-    readout.click()
+        return step(page, widget, "ArrowRight" if value > readout_value(widget) else "ArrowLeft", image)
+    widget.locator(".widget-readout").click()
     page.keyboard.press("Control+A")
     page.keyboard.type(str(value))
-    page.evaluate("() => { window.__moveEnd = null; }")
-    page.keyboard.press("Enter")
-    page.wait_for_function("() => window.__moveEnd !== null && window.__moveEnd > window.__moveStart",
-                           timeout=30_000)
-    assert image.get_attribute("src") != before, "the figure did not change"
-    return page.evaluate("() => window.__moveEnd - window.__moveStart")
+    return press(page, "Enter", image)
 
 
 def run_all(page, url, token, section, workspace):
