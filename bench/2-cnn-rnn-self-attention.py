@@ -15,7 +15,7 @@ d_time = 64
 sizes = [128, 256, 512, 1024] if device_type == 'cpu' else [512, 1024, 2048, 4096, 8192]
 torch.manual_seed(0)
 timed = {'convolution': ConvLayer(d_time, 3), 'RNN': RNNLayer(d_time),
-         'self-attention': SelfAttentionLayer(d_time)}
+         'attention layer': SelfAttentionLayer(d_time)}
 print(f'{device_type}, d = {d_time}: milliseconds per forward pass (GFLOP/s)')
 print('n'.rjust(6), *(name.rjust(22) for name in timed))
 times = {name: [] for name in timed}
@@ -36,9 +36,9 @@ for name, ms in times.items():  # least-squares slopes of log time and log FLOPs
 rates = {name: [formulas[name](n, d_time, 3) / t for n, t in zip(sizes, ms, strict=True)]
          for name, ms in times.items()}
 assert all(rnn * 5 < min(conv, attention) for rnn, conv, attention
-           in zip(rates['RNN'], rates['convolution'], rates['self-attention'], strict=True))
-attnbook.report(f'RNN / self-attention time at n 1024, d 64 ({device_type})',
-                times['RNN'][sizes.index(1024)] / times['self-attention'][sizes.index(1024)],
+           in zip(rates['RNN'], rates['convolution'], rates['attention layer'], strict=True))
+attnbook.report(f'RNN / attention layer time at n 1024, d 64 ({device_type})',
+                times['RNN'][sizes.index(1024)] / times['attention layer'][sizes.index(1024)],
                 detail='with 18x fewer FLOPs')
 
 vector = torch.randn(1, 64, generator=torch.Generator().manual_seed(0))
@@ -73,7 +73,7 @@ def page_faults(fn, *args, calls=10):
     return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / calls
 
 
-attention = timed['self-attention']
+attention = timed['attention layer']
 print('\n' + 'n'.rjust(6), 'scores MiB'.rjust(11), 'piece'.rjust(26), 'ms'.rjust(8),
       'page faults per call'.rjust(22))
 with torch.no_grad():
